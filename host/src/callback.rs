@@ -1,0 +1,196 @@
+//! The host-call dispatcher, in policy-evaluator's order (`runtimes/callback.rs`): binding must be
+//! `kubewarden`; `tracing/log` is always served; other capabilities outside `kubernetes/*` are
+//! refused as not granted; Kubernetes lookups must be in the `contextAwareResources` allow-list
+//! (`can_i` is not checked); unknown namespaces/operations are named. Answers from the lookup
+//! source that fail reach the guest as `Callback evaluation failure: <message>`.
+
+use std::collections::BTreeSet;
+use std::error::Error as StdError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::lookup::{
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest, LookupStats, Lookups,
+};
+use crate::metadata::ContextAwareResource;
+
+/// Host capabilities policy-evaluator knows besides `kubernetes/*` and `tracing/log`; this host
+/// does not grant them.
+const OTHER_CAPABILITIES: &[&str] = &[
+    "crypto/v1/is_certificate_trusted",
+    "net/v1/dns_lookup_host",
+    "oci/v1/manifest_digest",
+    "oci/v1/oci_manifest",
+    "oci/v1/oci_manifest_config",
+    "oci/v1/verify",
+    "oci/v2/verify",
+];
+
+/// What happens to the guest's `tracing/log` records.
+#[derive(Debug, Default)]
+pub enum LogSink {
+    /// One line per record on stderr (the default).
+    #[default]
+    Stderr,
+    /// Kept in memory (see [`HostContext::logs`]).
+    Capture(Mutex<Vec<Value>>),
+    /// Counted only.
+    Discard,
+}
+
+impl LogSink {
+    pub fn capture() -> Self {
+        Self::Capture(Mutex::new(Vec::new()))
+    }
+}
+
+/// Everything a host call needs; shared by every instance of an engine run.
+#[derive(Debug)]
+pub struct HostContext {
+    /// Name used in log lines (the module path).
+    pub policy_id: String,
+    allow_list: BTreeSet<ContextAwareResource>,
+    lookups: Lookups,
+    logs: LogSink,
+    log_records: AtomicU64,
+}
+
+type CallbackResult = Result<Vec<u8>, Box<dyn StdError + Send + Sync>>;
+
+fn parse<T: DeserializeOwned>(payload: &[u8]) -> Result<T, Box<dyn StdError + Send + Sync>> {
+    Ok(serde_json::from_slice(payload)?)
+}
+
+impl HostContext {
+    pub fn new(
+        policy_id: impl Into<String>,
+        allow_list: BTreeSet<ContextAwareResource>,
+        lookups: Lookups,
+        logs: LogSink,
+    ) -> Self {
+        Self { policy_id: policy_id.into(), allow_list, lookups, logs, log_records: AtomicU64::new(0) }
+    }
+
+    pub fn allow_list(&self) -> &BTreeSet<ContextAwareResource> {
+        &self.allow_list
+    }
+
+    pub fn lookups(&self) -> &Lookups {
+        &self.lookups
+    }
+
+    pub fn stats(&self) -> LookupStats {
+        self.lookups.stats()
+    }
+
+    /// Captured log records (empty unless the sink is [`LogSink::Capture`]).
+    pub fn logs(&self) -> Vec<Value> {
+        match &self.logs {
+            LogSink::Capture(records) => records.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// How many `tracing/log` records the guests sent.
+    pub fn log_count(&self) -> u64 {
+        self.log_records.load(Ordering::Relaxed)
+    }
+
+    /// The waPC host callback for instances of this context.
+    pub fn callback(self: &Arc<Self>) -> Box<wapc::HostCallback> {
+        let ctx = Arc::clone(self);
+        Box::new(move |_id, binding, namespace, operation, payload| ctx.dispatch(binding, namespace, operation, payload))
+    }
+
+    fn check_access(&self, api_version: &str, kind: &str) -> Result<(), Box<dyn StdError + Send + Sync>> {
+        if self.allow_list.contains(&ContextAwareResource::new(api_version, kind)) {
+            Ok(())
+        } else {
+            Err(format!(
+                "Policy has not been granted access to Kubernetes {api_version}/{kind} resources. The violation has been reported."
+            )
+            .into())
+        }
+    }
+
+    /// Handles one host call.
+    pub fn dispatch(&self, binding: &str, namespace: &str, operation: &str, payload: &[u8]) -> CallbackResult {
+        if binding != "kubewarden" {
+            return Err(format!("unknown binding: {binding}").into());
+        }
+        let path = format!("{namespace}/{operation}");
+        if OTHER_CAPABILITIES.contains(&path.as_str()) {
+            return Err(format!(
+                "Policy has not been granted access to the '{path}' host capability. The violation has been reported."
+            )
+            .into());
+        }
+        let failure = |message: String| -> Box<dyn StdError + Send + Sync> {
+            format!("Callback evaluation failure: {message}").into()
+        };
+        match namespace {
+            "tracing" => match operation {
+                "log" => {
+                    self.log(payload);
+                    Ok(Vec::new())
+                }
+                _ => Err(format!("unknown operation: {operation}").into()),
+            },
+            "kubernetes" => match operation {
+                "get_resource" => {
+                    let req: GetResourceRequest = parse(payload)?;
+                    self.check_access(&req.api_version, &req.kind)?;
+                    self.lookups.get_resource(&req).map_err(failure)
+                }
+                "list_resources_by_namespace" => {
+                    let req: ListResourcesByNamespaceRequest = parse(payload)?;
+                    self.check_access(&req.api_version, &req.kind)?;
+                    self.lookups.list_resources_by_namespace(&req).map_err(failure)
+                }
+                "list_resources_all" => {
+                    let req: ListAllResourcesRequest = parse(payload)?;
+                    self.check_access(&req.api_version, &req.kind)?;
+                    self.lookups.list_resources_all(&req).map_err(failure)
+                }
+                "can_i" => {
+                    let req: CanIRequest = parse(payload)?;
+                    self.lookups.can_i(&req).map_err(failure)
+                }
+                _ => Err(format!("unknown operation: {operation}").into()),
+            },
+            "oci" | "net" | "crypto" => Err(format!("unknown operation: {operation}").into()),
+            _ => Err(format!("unknown namespace: {namespace}").into()),
+        }
+    }
+
+    fn log(&self, payload: &[u8]) {
+        self.log_records.fetch_add(1, Ordering::Relaxed);
+        let record: Value = serde_json::from_slice(payload)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()));
+        match &self.logs {
+            LogSink::Stderr => eprintln!("{}", format_log(&self.policy_id, &record)),
+            LogSink::Capture(records) => records.lock().unwrap_or_else(PoisonError::into_inner).push(record),
+            LogSink::Discard => {}
+        }
+    }
+}
+
+/// `LEVEL policy=<id> message key=value...` for a guest log record.
+pub fn format_log(policy_id: &str, record: &Value) -> String {
+    let Some(map) = record.as_object() else {
+        return format!("INFO policy={policy_id} {record}");
+    };
+    let level = map.get("level").and_then(Value::as_str).unwrap_or("info").to_uppercase();
+    let message = map.get("message").and_then(Value::as_str).unwrap_or("");
+    let mut line = format!("{level} policy={policy_id} {message}");
+    for (k, v) in map.iter().filter(|(k, _)| !matches!(k.as_str(), "level" | "message")) {
+        match v {
+            Value::String(s) => line.push_str(&format!(" {k}={s}")),
+            other => line.push_str(&format!(" {k}={other}")),
+        }
+    }
+    line
+}

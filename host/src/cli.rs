@@ -1,0 +1,327 @@
+//! The `injector-host` command line (flags follow `kwctl run`).
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::callback::{HostContext, LogSink};
+use crate::context::{ClusterState, ContextError};
+use crate::engine::{Engine, EngineConfig, EngineError, Policy};
+use crate::fault::{FaultParseError, FaultPlan, FaultRule};
+use crate::lookup::{ClusterLookup, LookupSource, Lookups};
+use crate::metadata::{ContextAwareResource, MetadataError, PolicyMetadata};
+use crate::replay::{ReplayError, ReplaySession};
+use crate::request::{AdmissionRequest, RequestError, Settings};
+use crate::rollout::{RolloutError, RolloutOptions, Workload, run_rollout};
+
+#[derive(Debug, Error)]
+pub enum CliError {
+    #[error("Cannot open settings file {path}: {source}")]
+    OpenSettings {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("Cannot parse settings file {path}: {source}")]
+    ParseSettings {
+        path: String,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("Cannot parse settings JSON: {0}")]
+    ParseSettingsJson(#[source] serde_json::Error),
+    #[error("Error opening request file {path}; {source}")]
+    OpenRequest {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot parse request file {path}: {source}")]
+    ParseRequest {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Metadata(#[from] MetadataError),
+    #[error(transparent)]
+    Context(#[from] ContextError),
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    #[error(transparent)]
+    Fault(#[from] FaultParseError),
+    #[error(transparent)]
+    Rollout(#[from] RolloutError),
+    #[error("Provided settings are not valid: {0}")]
+    InvalidSettings(String),
+    #[error("cannot write the output: {0}")]
+    Output(String),
+}
+
+#[derive(Debug, Parser)]
+#[command(name = "injector-host", version, about = "A small Kubewarden-compatible (waPC) policy engine")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Evaluate one request, print the AdmissionResponse as one JSON line (like `kwctl run`).
+    Run(RunArgs),
+    /// Play a Deployment rollout (linkerd2#3358) through the policy and summarise it.
+    Rollout(RolloutArgs),
+}
+
+/// Settings, metadata and lookup options shared by both commands.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// YAML or JSON file with the policy settings
+    #[arg(long, conflicts_with = "settings_json")]
+    pub settings_path: Option<PathBuf>,
+    /// Policy settings as a JSON string
+    #[arg(long)]
+    pub settings_json: Option<String>,
+    /// Policy metadata file (e.g. policy.yaml) to read contextAwareResources from, instead of the
+    /// module's `io.kubewarden.metadata` section
+    #[arg(long)]
+    pub metadata_path: Option<PathBuf>,
+    /// Add latency to every lookup that reaches the cluster state (not cache hits)
+    #[arg(long, value_name = "MILLIS", default_value_t = 0)]
+    pub lookup_latency_ms: u64,
+    /// Fault rule TARGET=EFFECT, e.g. `ReplicaSet=error`, `Namespace/emojivoto=notfound`,
+    /// `Job=malformed`, `ReplicaSet=latency:200`, `ReplicaSet=fail-first:1` (repeatable)
+    #[arg(long = "fault", value_name = "RULE")]
+    pub faults: Vec<String>,
+    /// Evaluation deadline in seconds, like policy-server's --policy-timeout
+    #[arg(long, value_name = "SECONDS")]
+    pub policy_timeout: Option<f64>,
+    /// Print the lookup counters to stderr as JSON after the evaluation(s)
+    #[arg(long)]
+    pub print_stats: bool,
+    /// Drop the guest's log records instead of printing them on stderr
+    #[arg(long)]
+    pub quiet_policy_logs: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// AdmissionReview or AdmissionRequest JSON file (`-` for stdin)
+    #[arg(short = 'r', long)]
+    pub request_path: String,
+    /// Cluster state: YAML/JSON Kubernetes objects (several documents or a List)
+    #[arg(long, conflicts_with = "replay_host_capabilities_interactions")]
+    pub context: Option<PathBuf>,
+    /// Replay a kwctl host-capabilities session instead of a cluster state
+    #[arg(long)]
+    pub replay_host_capabilities_interactions: Option<PathBuf>,
+    /// Grant the Kubernetes resources the policy metadata declares
+    #[arg(long)]
+    pub allow_context_aware: bool,
+    /// The policy module (.wasm)
+    pub module: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Number of pods the ReplicaSet creates
+    #[arg(long)]
+    pub replicas: usize,
+    /// Worker threads evaluating admissions
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    /// YAML with the Deployment and its Namespace (default: nginx in an injected namespace)
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// Extra cluster state (YAML/JSON objects)
+    #[arg(long)]
+    pub context: Option<PathBuf>,
+    /// API server webhook timeout in seconds, for the report
+    #[arg(long, default_value_t = 10.0)]
+    pub webhook_timeout: f64,
+    /// Evaluate without a policy deadline (policy-server's --disable-timeout-protection)
+    #[arg(long)]
+    pub disable_timeout_protection: bool,
+    /// Seed for generated names and uids
+    #[arg(long, default_value_t = 3358)]
+    pub seed: u64,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// The policy module (.wasm)
+    pub module: PathBuf,
+}
+
+fn read_settings(common: &CommonArgs) -> Result<Settings, CliError> {
+    if let Some(path) = &common.settings_path {
+        let p = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| CliError::OpenSettings { path: p.clone(), source })?;
+        let value: Value = serde_yaml::from_str(&text).map_err(|source| CliError::ParseSettings { path: p, source })?;
+        Ok(Settings::from_value(&value)?)
+    } else if let Some(json) = &common.settings_json {
+        let value: Value = serde_json::from_str(json).map_err(CliError::ParseSettingsJson)?;
+        Ok(Settings::from_value(&value)?)
+    } else {
+        Ok(Settings::default())
+    }
+}
+
+fn read_request(path: &str) -> Result<AdmissionRequest, CliError> {
+    let text = if path == "-" {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .map_err(|source| CliError::OpenRequest { path: path.into(), source })?;
+        buf
+    } else {
+        std::fs::read_to_string(path).map_err(|source| CliError::OpenRequest { path: path.into(), source })?
+    };
+    let doc: Value = serde_json::from_str(&text).map_err(|source| CliError::ParseRequest { path: path.into(), source })?;
+    Ok(AdmissionRequest::from_document(&doc)?)
+}
+
+fn fault_plan(common: &CommonArgs) -> Result<FaultPlan, CliError> {
+    let mut plan = FaultPlan::new().with_latency(Duration::from_millis(common.lookup_latency_ms));
+    for rule in &common.faults {
+        plan = plan.with_rule(FaultRule::parse(rule)?);
+    }
+    Ok(plan)
+}
+
+fn metadata(common: &CommonArgs, policy: &Policy, fallback: Option<&Path>) -> Result<Option<PolicyMetadata>, CliError> {
+    if let Some(path) = &common.metadata_path {
+        return Ok(Some(PolicyMetadata::from_file(path)?));
+    }
+    if let Some(md) = policy.embedded_metadata() {
+        return Ok(Some(md.clone()));
+    }
+    match fallback {
+        Some(p) if p.exists() => Ok(Some(PolicyMetadata::from_file(p)?)),
+        _ => Ok(None),
+    }
+}
+
+fn engine_config(common: &CommonArgs, default: Option<Duration>) -> EngineConfig {
+    let deadline = common.policy_timeout.map(Duration::from_secs_f64).or(default).filter(|d| !d.is_zero());
+    EngineConfig { deadline, epoch_tick: Duration::from_secs(1) }
+}
+
+fn log_sink(common: &CommonArgs) -> LogSink {
+    if common.quiet_policy_logs { LogSink::Discard } else { LogSink::Stderr }
+}
+
+/// `injector-host run`: returns the JSON line to print.
+pub fn run(args: &RunArgs) -> Result<String, CliError> {
+    let settings = read_settings(&args.common)?;
+    let request = read_request(&args.request_path)?;
+    let faults = fault_plan(&args.common)?;
+    let engine = Engine::new(engine_config(&args.common, None))?;
+    let policy = engine.load_policy_file(&args.module)?;
+    let md = metadata(&args.common, &policy, None)?;
+    let declared: BTreeSet<ContextAwareResource> = md.as_ref().map(|m| m.context_aware_resources.clone()).unwrap_or_default();
+    let allow_list = if args.allow_context_aware {
+        if md.is_none() {
+            eprintln!("Policy is not annotated, access to Kubernetes resources is not allowed");
+        }
+        declared
+    } else {
+        if !declared.is_empty() {
+            eprintln!("Policy requires access to Kubernetes resources at evaluation time. During this execution the access to Kubernetes resources is denied. This can cause the policy to not behave properly");
+            eprintln!("Carefully review which types of Kubernetes resources the policy needs via the `inspect` command, then run the policy using the `--allow-context-aware` flag.");
+        }
+        BTreeSet::new()
+    };
+    let source = if let Some(replay) = &args.replay_host_capabilities_interactions {
+        LookupSource::Replay(ReplaySession::from_file(replay)?)
+    } else {
+        let state = match &args.context {
+            Some(path) => ClusterState::from_file(path)?,
+            None => ClusterState::new(),
+        };
+        LookupSource::Cluster(ClusterLookup::new(state, faults))
+    };
+    let host = Arc::new(HostContext::new(policy.name(), allow_list, Lookups::new(source), log_sink(&args.common)));
+    let mut instance = policy.instantiate(&host)?;
+    let validation = instance.validate_settings(&settings);
+    if !validation.valid {
+        return Err(CliError::InvalidSettings(validation.message.unwrap_or_default()));
+    }
+    let response = instance.validate(&request, &settings)?;
+    if let LookupSource::Replay(session) = host.lookups().source() {
+        let left = session.leftovers();
+        if left > 0 {
+            eprintln!("WARN Some of the recorded exchanges have not been replayed: {left} left");
+        }
+    }
+    if args.common.print_stats {
+        eprintln!("{}", serde_json::to_string(&host.stats()).map_err(|e| CliError::Output(e.to_string()))?);
+    }
+    serde_json::to_string(&response).map_err(|e| CliError::Output(e.to_string()))
+}
+
+/// `injector-host rollout`: returns the report text (or JSON).
+pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
+    let settings = read_settings(&args.common)?;
+    let faults = fault_plan(&args.common)?;
+    let default_deadline = (!args.disable_timeout_protection).then_some(Duration::from_secs(2));
+    let config = if args.disable_timeout_protection {
+        EngineConfig::without_deadline()
+    } else {
+        engine_config(&args.common, default_deadline)
+    };
+    let engine = Engine::new(config)?;
+    let policy = engine.load_policy_file(&args.module)?;
+    // like a ClusterAdmissionPolicy with the contextAwareResources of the policy's metadata;
+    // an unannotated module next to its policy.yaml uses that file
+    let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
+    let md = metadata(&args.common, &policy, sibling.as_deref())?;
+    let allow_list = md.map(|m| m.context_aware_resources).unwrap_or_default();
+    let state = match &args.context {
+        Some(path) => ClusterState::from_file(path)?,
+        None => ClusterState::new(),
+    };
+    let workload = match &args.manifest {
+        Some(path) => Workload::from_manifest(path)?,
+        None => Workload::default_nginx(args.replicas),
+    };
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, faults)));
+    let sink = if args.common.quiet_policy_logs { LogSink::Discard } else { LogSink::Stderr };
+    let host = Arc::new(HostContext::new(policy.name(), allow_list, lookups, sink));
+    let opts = RolloutOptions {
+        replicas: args.replicas,
+        workers: args.workers,
+        settings,
+        webhook_timeout: Duration::from_secs_f64(args.webhook_timeout.max(0.0)),
+        policy_deadline: config.deadline,
+        seed: args.seed,
+        progress: !args.json,
+    };
+    let report = run_rollout(&policy, &host, &workload, &opts)?;
+    if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))
+    } else {
+        Ok(report.render())
+    }
+}
+
+/// Runs the parsed command and returns what goes to stdout.
+pub fn execute(cli: &Cli) -> Result<String, CliError> {
+    match &cli.command {
+        Command::Run(args) => run(args),
+        Command::Rollout(args) => rollout(args),
+    }
+}

@@ -1,0 +1,381 @@
+//! Where context-aware answers come from, and the lookup counters.
+//!
+//! * [`LookupSource::Cluster`]: a [`ClusterState`] behind policy-server's 5-second cache for
+//!   `get_resource` and `can_i` (lists are served uncached, as reflectors serve them), with
+//!   [`FaultPlan`] applied to every lookup that reaches the "API server".
+//! * [`LookupSource::Replay`]: a kwctl replay session.
+//!
+//! Counting: a lookup is *made* when it reaches the source (cache miss, `disable_cache`, replay);
+//! it is *cached* when the cache answered it. Lists are counted apart.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::cache::{DEFAULT_TTL, Origin, TtlCache};
+use crate::context::{ClusterState, LookupError};
+use crate::fault::{FaultPlan, Verdict};
+use crate::field_mask;
+use crate::replay::{CallbackRequestType, ReplaySession};
+
+/// `kubernetes/get_resource` payload (SDK `GetResourceRequest`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GetResourceRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub disable_cache: bool,
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+/// `kubernetes/list_resources_by_namespace` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListResourcesByNamespaceRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+/// `kubernetes/list_resources_all` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListAllResourcesRequest {
+    pub api_version: String,
+    pub kind: String,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+/// `kubernetes/can_i` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CanIRequest {
+    pub subject_access_review: SubjectAccessReview,
+    pub disable_cache: bool,
+}
+
+/// The SDK's `SubjectAccessReview` (not the Kubernetes object).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SubjectAccessReview {
+    pub groups: Option<Vec<String>>,
+    pub resource_attributes: ResourceAttributes,
+    pub user: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResourceAttributes {
+    pub group: Option<String>,
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub resource: String,
+    pub subresource: Option<String>,
+    pub verb: String,
+    pub version: Option<String>,
+}
+
+/// Counters for one `apiVersion/kind`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceStats {
+    pub made: u64,
+    pub cached: u64,
+    pub failed: u64,
+}
+
+/// Lookup counters of a host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LookupStats {
+    /// Lookups that reached the source (cache misses, `disable_cache`, replayed).
+    pub made: u64,
+    /// Lookups answered from the cache.
+    pub cached: u64,
+    /// Lookups made that failed (errors, not found).
+    pub failed: u64,
+    /// List calls (served uncached).
+    pub lists: u64,
+    /// The same, per `apiVersion/kind`.
+    pub by_resource: BTreeMap<String, ResourceStats>,
+}
+
+impl LookupStats {
+    fn record(&mut self, resource: String, origin: Origin, failed: bool) {
+        let entry = self.by_resource.entry(resource).or_default();
+        match origin {
+            Origin::Cache => {
+                self.cached += 1;
+                entry.cached += 1;
+            }
+            Origin::Fetched => {
+                self.made += 1;
+                entry.made += 1;
+                if failed {
+                    self.failed += 1;
+                    entry.failed += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Lookups served from a cluster state.
+#[derive(Debug)]
+pub struct ClusterLookup {
+    state: RwLock<ClusterState>,
+    objects: TtlCache<Arc<Value>>,
+    access_reviews: TtlCache<Arc<Value>>,
+    faults: FaultPlan,
+}
+
+impl ClusterLookup {
+    pub fn new(state: ClusterState, faults: FaultPlan) -> Self {
+        Self::with_ttl(state, faults, DEFAULT_TTL)
+    }
+
+    pub fn with_ttl(state: ClusterState, faults: FaultPlan, ttl: Duration) -> Self {
+        Self {
+            state: RwLock::new(state),
+            objects: TtlCache::new(ttl),
+            access_reviews: TtlCache::new(ttl),
+            faults,
+        }
+    }
+
+    fn state(&self) -> std::sync::RwLockReadGuard<'_, ClusterState> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn fetch_object(&self, r: &GetResourceRequest) -> Result<Arc<Value>, LookupError> {
+        let ns = r.namespace.as_deref();
+        let verdict = self.faults.apply(&r.kind, ns, Some(&r.name));
+        let state = self.state();
+        match verdict {
+            Verdict::Proceed => state.get(&r.api_version, &r.kind, &r.name, ns).map(|v| Arc::new(v.clone())),
+            Verdict::Error(m) => Err(LookupError::Injected(m)),
+            Verdict::NotFound => Err(state.not_found(&r.api_version, &r.kind, &r.name, ns)),
+            Verdict::Malformed => {
+                let full = state
+                    .get(&r.api_version, &r.kind, &r.name, ns)
+                    .ok()
+                    .and_then(|v| serde_json::to_vec(v).ok())
+                    .unwrap_or_else(|| br#"{"apiVersion":"#.to_vec());
+                Err(LookupError::Malformed(full[..full.len().div_ceil(2)].to_vec()))
+            }
+        }
+    }
+
+    fn list(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+        field_masks: Option<&BTreeSet<String>>,
+    ) -> Result<Vec<u8>, LookupError> {
+        match self.faults.apply(kind, namespace, None) {
+            Verdict::Proceed => {}
+            Verdict::Error(m) => return Err(LookupError::Injected(m)),
+            Verdict::NotFound => return Err(LookupError::UnknownResource { api_version: api_version.into(), kind: kind.into() }),
+            Verdict::Malformed => return Err(LookupError::Malformed(br#"{"items":[{"#.to_vec())),
+        }
+        let state = self.state();
+        let items: Vec<Value> = state
+            .list(api_version, kind, namespace, label_selector, field_selector)?
+            .into_iter()
+            .map(|obj| {
+                let mut obj = obj.clone();
+                // reflectors drop these to save memory
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("managedFields");
+                    if let Some(ann) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+                        ann.remove("kubectl.kubernetes.io/last-applied-configuration");
+                    }
+                }
+                field_mask::apply_to_object(&mut obj, field_masks);
+                obj
+            })
+            .collect();
+        let list = json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {}, "items": items});
+        serde_json::to_vec(&list).map_err(|e| LookupError::Injected(e.to_string()))
+    }
+
+    fn fetch_access_review(&self, sar: &SubjectAccessReview) -> Result<Arc<Value>, LookupError> {
+        match self.faults.apply("SubjectAccessReview", sar.resource_attributes.namespace.as_deref(), None) {
+            Verdict::Proceed => {}
+            Verdict::Error(m) => return Err(LookupError::Injected(m)),
+            Verdict::NotFound => {
+                return Err(LookupError::UnknownResource {
+                    api_version: "authorization.k8s.io/v1".into(),
+                    kind: "SubjectAccessReview".into(),
+                });
+            }
+            Verdict::Malformed => return Err(LookupError::Malformed(br#"{"allowed":"#.to_vec())),
+        }
+        let state = self.state();
+        let status = state
+            .objects()
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("SubjectAccessReview"))
+            .find(|o| access_review_matches(o, sar))
+            .and_then(|o| o.get("status").cloned())
+            .unwrap_or_else(|| json!({"allowed": false}));
+        Ok(Arc::new(status))
+    }
+}
+
+/// Whether a `SubjectAccessReview` object of the cluster state answers this review.
+fn access_review_matches(object: &Value, sar: &SubjectAccessReview) -> bool {
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let groups = |v: Option<&Vec<String>>| v.cloned().unwrap_or_default().into_iter().collect::<BTreeSet<_>>();
+    let spec_groups: Option<Vec<String>> = spec.get("groups").and_then(|g| serde_json::from_value(g.clone()).ok());
+    let attrs = spec.get("resourceAttributes").unwrap_or(&Value::Null);
+    let a = &sar.resource_attributes;
+    let o = |v: &Option<String>| v.clone().unwrap_or_default();
+    s(spec, "user") == sar.user
+        && groups(spec_groups.as_ref()) == groups(sar.groups.as_ref())
+        && s(attrs, "group") == o(&a.group)
+        && s(attrs, "name") == o(&a.name)
+        && s(attrs, "namespace") == o(&a.namespace)
+        && s(attrs, "resource") == a.resource
+        && s(attrs, "subresource") == o(&a.subresource)
+        && s(attrs, "verb") == a.verb
+        && s(attrs, "version") == o(&a.version)
+}
+
+/// The source of context-aware answers.
+#[derive(Debug)]
+pub enum LookupSource {
+    Cluster(ClusterLookup),
+    Replay(ReplaySession),
+}
+
+/// A lookup source plus its counters; shared by every instance of an engine run.
+#[derive(Debug)]
+pub struct Lookups {
+    source: LookupSource,
+    stats: Mutex<LookupStats>,
+}
+
+impl Lookups {
+    pub fn new(source: LookupSource) -> Self {
+        Self { source, stats: Mutex::new(LookupStats::default()) }
+    }
+
+    /// No cluster objects at all.
+    pub fn empty() -> Self {
+        Self::new(LookupSource::Cluster(ClusterLookup::new(ClusterState::new(), FaultPlan::new())))
+    }
+
+    pub fn source(&self) -> &LookupSource {
+        &self.source
+    }
+
+    pub fn stats(&self) -> LookupStats {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn record(&self, resource: String, origin: Origin, failed: bool) {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner).record(resource, origin, failed);
+    }
+
+    fn record_list(&self) {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner).lists += 1;
+    }
+
+    /// Adds or replaces an object of the cluster state (no-op error for a replay source).
+    pub fn insert_object(&self, object: Value) -> Result<(), String> {
+        match &self.source {
+            LookupSource::Cluster(c) => c.state.write().unwrap_or_else(PoisonError::into_inner).insert(object),
+            LookupSource::Replay(_) => Err("cannot add objects to a replay session".into()),
+        }
+    }
+
+    /// Serves `get_resource`; `Err` carries the message for the guest (without the
+    /// "Callback evaluation failure: " prefix).
+    pub fn get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        let resource = format!("{}/{}", r.api_version, r.kind);
+        match &self.source {
+            LookupSource::Replay(session) => {
+                let result = session.respond(&CallbackRequestType::from(r));
+                self.record(resource, Origin::Fetched, result.is_err());
+                result
+            }
+            LookupSource::Cluster(c) => {
+                let key = format!("get_resource_cached({},{}),{},{:?}", r.api_version, r.kind, r.name, r.namespace);
+                let (result, origin) = if r.disable_cache {
+                    (c.fetch_object(r), Origin::Fetched)
+                } else {
+                    c.objects.get_or_fetch(&key, || c.fetch_object(r))
+                };
+                let failed = matches!(&result, Err(e) if !matches!(e, LookupError::Malformed(_)));
+                self.record(resource, origin, failed);
+                match result {
+                    Ok(obj) => {
+                        let mut obj = Value::clone(&obj);
+                        field_mask::apply_to_object(&mut obj, r.field_masks.as_ref());
+                        serde_json::to_vec(&obj).map_err(|e| e.to_string())
+                    }
+                    Err(LookupError::Malformed(bytes)) => Ok(bytes),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        }
+    }
+
+    pub fn list_resources_by_namespace(&self, r: &ListResourcesByNamespaceRequest) -> Result<Vec<u8>, String> {
+        self.record_list();
+        match &self.source {
+            LookupSource::Replay(session) => session.respond(&CallbackRequestType::from(r)),
+            LookupSource::Cluster(c) => c
+                .list(&r.api_version, &r.kind, Some(&r.namespace), r.label_selector.as_deref(), r.field_selector.as_deref(), r.field_masks.as_ref())
+                .or_else(malformed_is_an_answer),
+        }
+    }
+
+    pub fn list_resources_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        self.record_list();
+        match &self.source {
+            LookupSource::Replay(session) => session.respond(&CallbackRequestType::from(r)),
+            LookupSource::Cluster(c) => c
+                .list(&r.api_version, &r.kind, None, r.label_selector.as_deref(), r.field_selector.as_deref(), r.field_masks.as_ref())
+                .or_else(malformed_is_an_answer),
+        }
+    }
+
+    pub fn can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
+        let resource = "authorization.k8s.io/v1/SubjectAccessReview".to_owned();
+        match &self.source {
+            LookupSource::Replay(session) => {
+                let result = session.respond(&CallbackRequestType::from(r));
+                self.record(resource, Origin::Fetched, result.is_err());
+                result
+            }
+            LookupSource::Cluster(c) => {
+                let sar = &r.subject_access_review;
+                let (result, origin) = if r.disable_cache {
+                    (c.fetch_access_review(sar), Origin::Fetched)
+                } else {
+                    c.access_reviews.get_or_fetch(&format!("{sar:?}"), || c.fetch_access_review(sar))
+                };
+                let failed = matches!(&result, Err(e) if !matches!(e, LookupError::Malformed(_)));
+                self.record(resource, origin, failed);
+                match result {
+                    Ok(v) => serde_json::to_vec(&*v).map_err(|e| e.to_string()),
+                    Err(e) => malformed_is_an_answer(e),
+                }
+            }
+        }
+    }
+}
+
+fn malformed_is_an_answer(e: LookupError) -> Result<Vec<u8>, String> {
+    match e {
+        LookupError::Malformed(bytes) => Ok(bytes),
+        e => Err(e.to_string()),
+    }
+}

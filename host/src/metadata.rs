@@ -1,0 +1,144 @@
+//! Policy metadata: the `contextAwareResources` allow-list, read from a metadata file
+//! (`policy.yaml` / `metadata.yml`, camelCase YAML) or from the `io.kubewarden.metadata` custom
+//! section that `kwctl annotate` writes into the module (JSON).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Name of the custom section holding the metadata of an annotated module.
+pub const METADATA_SECTION: &str = "io.kubewarden.metadata";
+
+#[derive(Debug, Error)]
+pub enum MetadataError {
+    #[error("cannot read metadata file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot parse metadata file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: serde_yaml::Error,
+    },
+    #[error("cannot parse the `{METADATA_SECTION}` custom section of the module: {0}")]
+    Section(#[source] serde_json::Error),
+    #[error("malformed WebAssembly module: {0}")]
+    Wasm(&'static str),
+}
+
+/// One `{apiVersion, kind}` pair a policy may look up.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextAwareResource {
+    pub api_version: String,
+    pub kind: String,
+}
+
+impl ContextAwareResource {
+    pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
+        Self { api_version: api_version.into(), kind: kind.into() }
+    }
+}
+
+/// The part of Kubewarden's policy `Metadata` this host uses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyMetadata {
+    #[serde(default)]
+    pub context_aware_resources: BTreeSet<ContextAwareResource>,
+    #[serde(default)]
+    pub mutating: Option<bool>,
+    #[serde(default)]
+    pub protocol_version: Option<String>,
+}
+
+impl PolicyMetadata {
+    /// Reads a metadata YAML file (`policy.yaml`).
+    pub fn from_file(path: &Path) -> Result<Self, MetadataError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| MetadataError::Read { path: path.to_owned(), source })?;
+        serde_yaml::from_str(&text).map_err(|source| MetadataError::Parse { path: path.to_owned(), source })
+    }
+
+    /// Reads the metadata embedded in an annotated module, `None` when the module is not annotated.
+    pub fn from_module(bytes: &[u8]) -> Result<Option<Self>, MetadataError> {
+        match custom_section(bytes, METADATA_SECTION)? {
+            None => Ok(None),
+            Some(data) => serde_json::from_slice(data).map(Some).map_err(MetadataError::Section),
+        }
+    }
+}
+
+/// Finds a custom section by name in a binary WebAssembly module. A text (WAT) module has none.
+pub fn custom_section<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, MetadataError> {
+    if !bytes.starts_with(b"\0asm") {
+        return Ok(None);
+    }
+    let mut pos = 8;
+    while pos < bytes.len() {
+        let id = bytes[pos];
+        pos += 1;
+        let size = read_leb_u32(bytes, &mut pos)? as usize;
+        let end = pos.checked_add(size).filter(|e| *e <= bytes.len()).ok_or(MetadataError::Wasm("section runs past the end"))?;
+        if id == 0 {
+            let mut p = pos;
+            let len = read_leb_u32(bytes, &mut p)? as usize;
+            let name_end = p.checked_add(len).filter(|e| *e <= end).ok_or(MetadataError::Wasm("custom section name runs past the section"))?;
+            if &bytes[p..name_end] == name.as_bytes() {
+                return Ok(Some(&bytes[name_end..end]));
+            }
+        }
+        pos = end;
+    }
+    Ok(None)
+}
+
+fn read_leb_u32(bytes: &[u8], pos: &mut usize) -> Result<u32, MetadataError> {
+    let mut result: u32 = 0;
+    for shift in (0..35).step_by(7) {
+        let byte = *bytes.get(*pos).ok_or(MetadataError::Wasm("truncated LEB128 number"))?;
+        *pos += 1;
+        result |= u32::from(byte & 0x7f).checked_shl(shift).ok_or(MetadataError::Wasm("LEB128 overflow"))?;
+        if byte & 0x80 == 0 {
+            return Ok(result);
+        }
+    }
+    Err(MetadataError::Wasm("LEB128 number too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module_with_section(name: &str, data: &[u8]) -> Vec<u8> {
+        let mut m = b"\0asm\x01\0\0\0".to_vec();
+        let mut payload = vec![name.len() as u8];
+        payload.extend_from_slice(name.as_bytes());
+        payload.extend_from_slice(data);
+        m.push(0);
+        m.push(payload.len() as u8);
+        m.extend(payload);
+        m
+    }
+
+    #[test]
+    fn reads_custom_section() {
+        let m = module_with_section(
+            METADATA_SECTION,
+            br#"{"contextAwareResources":[{"apiVersion":"v1","kind":"Namespace"}],"mutating":true,"rules":[]}"#,
+        );
+        let md = PolicyMetadata::from_module(&m).unwrap().unwrap();
+        assert!(md.context_aware_resources.contains(&ContextAwareResource::new("v1", "Namespace")));
+        assert_eq!(md.mutating, Some(true));
+        assert_eq!(PolicyMetadata::from_module(&module_with_section("other", b"x")).unwrap(), None);
+        assert!(PolicyMetadata::from_module(&module_with_section(METADATA_SECTION, b"{")).is_err());
+        let mut truncated = module_with_section("other", b"xyz");
+        truncated.truncate(truncated.len() - 1);
+        assert!(custom_section(&truncated, "other").is_err());
+    }
+}
