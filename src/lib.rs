@@ -1,7 +1,42 @@
-use kubewarden_policy_sdk::wapc_guest as guest;
-use guest::prelude::*;
+//! Linkerd's proxy injector as a Kubewarden policy.
+//!
+//! This file is the waPC shell: it registers the guest functions and hands payloads to
+//! [`wire`]; everything else is a pure core that also compiles natively (see DESIGN.md).
+#![deny(rust_2018_idioms)]
+
+pub mod admit;
+pub mod annotations;
+pub mod cluster;
+pub mod config;
+pub mod decide;
+pub mod host;
+pub mod inject;
+pub mod opaque;
+pub mod outcome;
+pub mod owner;
+pub mod parse;
+pub mod pod;
+pub mod render;
+pub mod settings;
+pub mod trust;
+pub mod wire;
+
+use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 
 #[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
-    register_function("protocol_version", kubewarden_policy_sdk::protocol_version_guest);
+    guest::register_function("validate", validate);
+    guest::register_function("validate_settings", validate_settings);
+    guest::register_function(
+        "protocol_version",
+        kubewarden_policy_sdk::protocol_version_guest,
+    );
+}
+
+fn validate(payload: &[u8]) -> CallResult {
+    Ok(wire::validate(payload, &host::HostCluster))
+}
+
+fn validate_settings(payload: &[u8]) -> CallResult {
+    Ok(wire::validate_settings(payload))
 }

@@ -1,0 +1,376 @@
+//! One admission request through the core: kind and operation dispatch, namespace lookup,
+//! decision, configuration, owner, rendering. Pure apart from the [`Cluster`] lookups.
+
+use crate::annotations as ann;
+use crate::cluster::{Cluster, Lookup};
+use crate::config::{self, Layers};
+use crate::decide::{self, Decision, DecisionInput};
+use crate::inject::Plan;
+use crate::opaque;
+use crate::outcome::{Outcome, Verdict};
+use crate::owner::{self, Owner, Resolution};
+use crate::pod;
+use crate::render::Context;
+use crate::settings::{LookupFailure, Settings};
+use crate::trust;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The parts of an AdmissionRequest the core reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    pub kind: &'a str,
+    pub operation: &'a str,
+    pub namespace: &'a str,
+    pub object: &'a Value,
+}
+
+/// Where a kind keeps its pod template (empty for a Pod itself).
+fn template_path(kind: &str) -> Option<&'static [&'static str]> {
+    match kind {
+        "Pod" => Some(&[]),
+        "Deployment"
+        | "StatefulSet"
+        | "DaemonSet"
+        | "ReplicaSet"
+        | "ReplicationController"
+        | "Job" => Some(&["spec", "template"]),
+        "CronJob" => Some(&["spec", "jobTemplate", "spec", "template"]),
+        _ => None,
+    }
+}
+
+pub fn admit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+    if req.operation != "CREATE" {
+        return Outcome::unchanged(Verdict::NotApplicable);
+    }
+    if req.kind == "Service" {
+        return admit_service(req, settings, cluster);
+    }
+    match template_path(req.kind) {
+        Some(path) => admit_template(req, path, settings, cluster),
+        None => Outcome::unchanged(Verdict::NotApplicable),
+    }
+}
+
+fn request_namespace<'a>(req: &Request<'a>) -> Result<&'a str, String> {
+    let ns = if req.namespace.is_empty() {
+        req.object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    } else {
+        req.namespace
+    };
+    if ns.is_empty() {
+        Err(format!(
+            "request.namespace: missing; a namespaced {} needs one",
+            req.kind
+        ))
+    } else {
+        Ok(ns)
+    }
+}
+
+/// The namespace's annotations, or the outcome to return when they cannot be read.
+fn namespace_annotations(
+    ns: &str,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Result<BTreeMap<String, String>, Outcome> {
+    let lookup = Lookup {
+        api_version: "v1",
+        kind: "Namespace",
+        name: ns.to_string(),
+        namespace: None,
+        disable_cache: false,
+        field_masks: &["metadata.annotations"],
+    };
+    match cluster.get(&lookup) {
+        Ok(obj) => Ok(pod::string_map(
+            obj.get("metadata").unwrap_or(&Value::Null),
+            "annotations",
+        )),
+        Err(e) => {
+            let message = format!(
+                "could not read Namespace {ns} to decide on proxy injection: {e} (usually transient; the API server will retry)"
+            );
+            match settings.policy.namespace_lookup_failure {
+                LookupFailure::Reject => Err(Outcome::rejected(message)),
+                LookupFailure::Skip => {
+                    let mut out = Outcome::unchanged(Verdict::NotApplicable);
+                    out.warnings.push(format!(
+                        "{message}; admitted without a proxy (policy.namespaceLookupFailure: skip)"
+                    ));
+                    out.audit_annotations.insert(
+                        "injection".into(),
+                        "skipped: namespace lookup failed".into(),
+                    );
+                    Err(out)
+                }
+            }
+        }
+    }
+}
+
+fn admit_service(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+    let Some(obj) = req.object.as_object() else {
+        return Outcome::rejected("object: must be a Service object");
+    };
+    let meta = obj.get("metadata").unwrap_or(&Value::Null);
+    if let Err(msg) = check_metadata(meta, "object.metadata") {
+        return Outcome::rejected(msg);
+    }
+    if pod::string_map(meta, "annotations").contains_key(ann::OPAQUE_PORTS) {
+        return Outcome::unchanged(Verdict::NotApplicable);
+    }
+    let ns = match request_namespace(req) {
+        Ok(ns) => ns,
+        Err(msg) => return Outcome::rejected(msg),
+    };
+    let ns_ann = match namespace_annotations(ns, settings, cluster) {
+        Ok(a) => a,
+        Err(outcome) => return outcome,
+    };
+    let spec = obj.get("spec").unwrap_or(&Value::Null);
+    let value = opaque::default_annotation(
+        "Service",
+        spec,
+        ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str),
+        &settings.proxy.opaque_ports,
+    );
+    let mut out = Outcome::unchanged(Verdict::NotApplicable);
+    if let Some(value) = value {
+        let mut mutated = obj.clone();
+        pod::object_entry(pod::object_entry(&mut mutated, "metadata"), "annotations")
+            .insert(ann::OPAQUE_PORTS.into(), Value::String(value));
+        out.mutated = Some(Value::Object(mutated));
+    }
+    out
+}
+
+fn check_metadata(meta: &Value, at: &str) -> Result<(), String> {
+    if !(meta.is_null() || meta.is_object()) {
+        return Err(format!("{at}: must be an object"));
+    }
+    for key in ["annotations", "labels"] {
+        if let Some(v) = meta.get(key)
+            && !(v.is_null() || v.is_object())
+        {
+            return Err(format!("{at}.{key}: must be an object of strings"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks the shapes injection will edit, so no input is ever replaced.
+fn check_template(template: &Value, at: &str) -> Result<(), String> {
+    if !template.is_object() {
+        return Err(format!("{at}: must be an object"));
+    }
+    check_metadata(
+        template.get("metadata").unwrap_or(&Value::Null),
+        &format!("{at}.metadata"),
+    )?;
+    let spec = template.get("spec").unwrap_or(&Value::Null);
+    if !spec.is_object() {
+        return Err(format!("{at}.spec: must be an object"));
+    }
+    for key in ["containers", "initContainers", "volumes"] {
+        if let Some(v) = spec.get(key)
+            && !(v.is_null() || v.is_array())
+        {
+            return Err(format!("{at}.spec.{key}: must be an array"));
+        }
+    }
+    Ok(())
+}
+
+fn navigate<'v>(object: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(object, |v, k| v.get(*k))
+}
+
+fn navigate_mut<'v>(object: &'v mut Value, path: &[&str]) -> Option<&'v mut Map<String, Value>> {
+    path.iter()
+        .try_fold(object, |v, k| v.get_mut(*k))?
+        .as_object_mut()
+}
+
+fn admit_template(
+    req: &Request<'_>,
+    path: &[&str],
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Outcome {
+    let at = if path.is_empty() {
+        "object".to_string()
+    } else {
+        format!("object.{}", path.join("."))
+    };
+    let Some(template) = navigate(req.object, path) else {
+        return Outcome::rejected(format!("{at}: missing"));
+    };
+    if let Err(msg) = check_template(template, &at) {
+        return Outcome::rejected(msg);
+    }
+    let ns = match request_namespace(req) {
+        Ok(ns) => ns,
+        Err(msg) => return Outcome::rejected(msg),
+    };
+    let ns_ann = match namespace_annotations(ns, settings, cluster) {
+        Ok(a) => a,
+        Err(outcome) => return outcome,
+    };
+    let meta = template.get("metadata").unwrap_or(&Value::Null);
+    let spec = template.get("spec").unwrap_or(&Value::Null);
+    let pod_ann = pod::string_map(meta, "annotations");
+    let decision = decide::decide(DecisionInput {
+        spec,
+        pod_inject: pod_ann.get(ann::INJECT).map(String::as_str),
+        ns_inject: ns_ann.get(ann::INJECT).map(String::as_str),
+        token_projection: settings.identity.service_account_token_projection,
+    });
+    let ingress = match decision {
+        Decision::Skip(reasons) => {
+            return skipped(req, path, &pod_ann, &ns_ann, spec, reasons, settings);
+        }
+        Decision::Inject { ingress, .. } => ingress,
+    };
+
+    let labels = pod::string_map(meta, "labels");
+    let layers = Layers {
+        pod: &pod_ann,
+        namespace: &ns_ann,
+        spec,
+        labels: &labels,
+    };
+    let config = match config::effective(settings, &layers, ingress) {
+        Ok(c) => c,
+        Err(e) => return Outcome::rejected(e.to_string()),
+    };
+    let bundle = match trust::trust_anchors(settings, cluster) {
+        Ok(b) => b,
+        Err(e) => return Outcome::rejected(e.to_string()),
+    };
+    let (owner, resolution) = if path.is_empty() {
+        let r = owner::resolve(meta, ns, cluster);
+        (r.owner, r.resolution)
+    } else {
+        let name = req
+            .object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        (
+            Owner {
+                kind: req.kind.to_ascii_lowercase(),
+                name: name.to_string(),
+            },
+            Resolution::Direct,
+        )
+    };
+
+    let cx = Context::new(&config, spec, &bundle);
+    let mut annotations: BTreeMap<String, String> = ann::INHERITED_FROM_NAMESPACE
+        .iter()
+        .filter(|k| !pod_ann.contains_key(**k))
+        .filter_map(|k| ns_ann.get(*k).map(|v| (k.to_string(), v.clone())))
+        .collect();
+    annotations.insert(ann::CREATED_BY.into(), settings.policy.created_by.clone());
+    annotations.insert(ann::PROXY_VERSION.into(), cx.proxy_version().to_string());
+    annotations.insert(ann::TRUST_ROOT_SHA256.into(), trust::sha256_hex(&bundle));
+    if !pod_ann.contains_key(ann::OPAQUE_PORTS)
+        && !ns_ann.contains_key(ann::OPAQUE_PORTS)
+        && let Some(v) = opaque::default_annotation("Pod", spec, None, &settings.proxy.opaque_ports)
+    {
+        annotations.insert(ann::OPAQUE_PORTS.into(), v);
+    }
+    let mut new_labels = BTreeMap::new();
+    new_labels.insert(
+        ann::CONTROL_PLANE_NS_LABEL.to_string(),
+        settings.policy.control_plane_namespace.clone(),
+    );
+    new_labels.insert(ann::WORKLOAD_NS_LABEL.to_string(), ns.to_string());
+    if let Some((k, v)) = owner.label() {
+        new_labels.insert(k, v);
+    }
+    let plan = Plan::new(&cx, annotations, new_labels);
+
+    let mut mutated = req.object.clone();
+    let Some(target) = navigate_mut(&mut mutated, path) else {
+        return Outcome::rejected(format!("{at}: must be an object"));
+    };
+    plan.apply(target);
+
+    let mut out = Outcome::unchanged(Verdict::Injected {
+        owner: owner.clone(),
+    });
+    out.warnings = config.warnings;
+    if resolution.is_fallback() {
+        out.warnings.push(format!(
+            "owner of this pod resolved by {}: labelled linkerd.io/proxy-{}={}",
+            resolution.describe(),
+            owner.kind,
+            owner.name
+        ));
+    }
+    out.audit_annotations
+        .insert("injection".into(), "injected".into());
+    out.audit_annotations.insert(
+        "owner".into(),
+        format!("{}/{} ({})", owner.kind, owner.name, resolution.describe()),
+    );
+    out.mutated = Some(mutated);
+    out
+}
+
+/// A pod that gets no proxy: Linkerd's opaque-ports annotation, and the reasons when the pod
+/// (or its namespace) asked for a proxy.
+fn skipped(
+    req: &Request<'_>,
+    path: &[&str],
+    pod_ann: &BTreeMap<String, String>,
+    ns_ann: &BTreeMap<String, String>,
+    spec: &Value,
+    reasons: Vec<decide::SkipReason>,
+    settings: &Settings,
+) -> Outcome {
+    let text = reasons
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let asked = |v: Option<&String>| matches!(v.map(String::as_str), Some("enabled" | "ingress"));
+    let asked = asked(pod_ann.get(ann::INJECT)) || asked(ns_ann.get(ann::INJECT));
+    let mut additions = BTreeMap::new();
+    if !pod_ann.contains_key(ann::OPAQUE_PORTS)
+        && let Some(v) = opaque::default_annotation(
+            "Pod",
+            spec,
+            ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str),
+            &settings.proxy.opaque_ports,
+        )
+    {
+        additions.insert(ann::OPAQUE_PORTS.to_string(), v);
+    }
+    let mut out = Outcome::unchanged(Verdict::Skipped(reasons));
+    if asked {
+        additions.insert(ann::SKIP_REASONS.to_string(), text.clone());
+        out.warnings
+            .push(format!("Linkerd sidecar proxy injection skipped: {text}"));
+    }
+    out.audit_annotations
+        .insert("injection".into(), format!("skipped: {text}"));
+    if !additions.is_empty() {
+        let mut mutated = req.object.clone();
+        if let Some(target) = navigate_mut(&mut mutated, path) {
+            let annotations =
+                pod::object_entry(pod::object_entry(target, "metadata"), "annotations");
+            for (k, v) in additions {
+                annotations.insert(k, Value::String(v));
+            }
+            out.mutated = Some(mutated);
+        }
+    }
+    out
+}

@@ -1,0 +1,392 @@
+//! The effective proxy configuration of one pod: settings < namespace < pod annotations.
+//!
+//! Mirrors Linkerd's "overridden values": the settings are cloned and every recognised
+//! `config.linkerd.io/*` annotation overrides its key. Unparsable values keep the default and
+//! produce a warning naming the annotation (Linkerd only logs them); two values make Linkerd
+//! fail the render and are rejected here too, with the annotation named.
+
+use crate::annotations as ann;
+use crate::parse::{duration, go, ports, quantity::Quantity};
+use crate::pod;
+use crate::settings::Settings;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("annotation {key}: must be \"insecure\" or \"off\", got \"{0}\"", key = ann::LOG_HTTP_HEADERS)]
+    LogHttpHeaders(String),
+    #[error("annotation {key}: requires proxyInit.runAsRoot: true in the policy settings", key = ann::CLOSE_WAIT_TIMEOUT)]
+    CloseWaitNeedsRoot,
+}
+
+/// Settings with the pod's overrides applied, plus what only annotations can switch on.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    pub values: Settings,
+    pub debug_sidecar: bool,
+    pub close_wait_secs: i64,
+    pub warnings: Vec<String>,
+}
+
+/// Inputs: the pod's own annotations, the namespace's annotations, and the pod spec (for named
+/// ports). Keys a namespace does not pass down are read from the pod only.
+pub struct Layers<'a> {
+    pub pod: &'a BTreeMap<String, String>,
+    pub namespace: &'a BTreeMap<String, String>,
+    pub spec: &'a Value,
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+impl Layers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.pod.get(key).map(String::as_str).or_else(|| {
+            ann::INHERITED_FROM_NAMESPACE
+                .contains(&key)
+                .then(|| self.namespace.get(key).map(String::as_str))
+                .flatten()
+        })
+    }
+}
+
+pub fn effective(
+    settings: &Settings,
+    layers: &Layers<'_>,
+    ingress: bool,
+) -> Result<ProxyConfig, ConfigError> {
+    let mut v = settings.clone();
+    let mut warnings = Vec::new();
+    let mut warn = |key: &str, value: &str, expected: &str, kept: String| {
+        warnings.push(format!(
+            "annotation {key}: invalid value \"{value}\" ({expected}); using {kept}"
+        ));
+    };
+    let get = |key: &str| layers.get(key);
+
+    if let Some(x) = get(ann::PROXY_IMAGE) {
+        v.proxy.image.name = x.to_string();
+    }
+    if let Some(x) = get(ann::PROXY_VERSION_OVERRIDE) {
+        v.proxy.image.version = x.to_string();
+    }
+    if let Some(x) = get(ann::IMAGE_PULL_POLICY) {
+        v.proxy.image.pull_policy = x.to_string();
+    }
+    if let Some(x) = get(ann::DEBUG_IMAGE) {
+        v.debug_container.image.name = x.to_string();
+    }
+    if let Some(x) = get(ann::DEBUG_IMAGE_VERSION) {
+        v.debug_container.image.version = x.to_string();
+    }
+    if let Some(x) = get(ann::DEBUG_IMAGE_PULL_POLICY) {
+        v.debug_container.image.pull_policy = x.to_string();
+    }
+    let debug_sidecar = get(ann::ENABLE_DEBUG_SIDECAR)
+        .and_then(go::parse_bool)
+        .unwrap_or(false);
+
+    let ports = &mut v.proxy.ports;
+    for (key, slot) in [
+        (ann::CONTROL_PORT, &mut ports.control),
+        (ann::ADMIN_PORT, &mut ports.admin),
+        (ann::INBOUND_PORT, &mut ports.inbound),
+        (ann::OUTBOUND_PORT, &mut ports.outbound),
+    ] {
+        if let Some(x) = get(key) {
+            match go::parse_int32(x).filter(|p| (1..=65535).contains(p)) {
+                Some(p) => *slot = i64::from(p),
+                None => warn(key, x, "a port 1-65535", slot.to_string()),
+            }
+        }
+    }
+    if let Some(x) = get(ann::POD_INBOUND_PORTS) {
+        v.proxy.pod_inbound_ports = x.to_string();
+    }
+    if let Some(x) = get(ann::SKIP_INBOUND_PORTS) {
+        v.proxy_init.ignore_inbound_ports = x.to_string();
+    }
+    if let Some(x) = get(ann::SKIP_OUTBOUND_PORTS) {
+        v.proxy_init.ignore_outbound_ports = x.to_string();
+    }
+    if let Some(x) = get(ann::SKIP_SUBNETS) {
+        v.proxy_init.skip_subnets = x.to_string();
+    }
+    if let Some(x) = get(ann::OPAQUE_PORTS) {
+        let ranges = ports::parse_opaque_ports(x, |name| pod::named_port(layers.spec, name));
+        v.proxy.opaque_ports = ports::format_port_ranges(&ranges);
+    }
+
+    let res = &mut v.proxy.resources;
+    let workers = &mut v.proxy.runtime.workers;
+    for (key, slot, cores) in [
+        (
+            ann::CPU_REQUEST,
+            &mut res.cpu.request,
+            Some(&mut workers.minimum),
+        ),
+        (
+            ann::CPU_LIMIT,
+            &mut res.cpu.limit,
+            Some(&mut workers.maximum),
+        ),
+        (ann::MEMORY_REQUEST, &mut res.memory.request, None),
+        (ann::MEMORY_LIMIT, &mut res.memory.limit, None),
+        (
+            ann::EPHEMERAL_REQUEST,
+            &mut res.ephemeral_storage.request,
+            None,
+        ),
+        (ann::EPHEMERAL_LIMIT, &mut res.ephemeral_storage.limit, None),
+    ] {
+        let Some(x) = get(key) else { continue };
+        match Quantity::parse(x) {
+            Ok(q) => {
+                *slot = x.to_string();
+                if let Some(cores) = cores {
+                    *cores = Some(q.ceil_value());
+                }
+            }
+            Err(_) => warn(
+                key,
+                x,
+                "a Kubernetes quantity such as \"100m\" or \"64Mi\"",
+                quoted(slot),
+            ),
+        }
+    }
+    if let Some(x) = get(ann::CPU_RATIO_LIMIT) {
+        match go::parse_float(x).filter(|r| *r > 0.0 && *r < 1.0) {
+            Some(r) => workers.maximum_cpu_ratio = Some(r),
+            None => warn(
+                ann::CPU_RATIO_LIMIT,
+                x,
+                "a number between 0 and 1, exclusive",
+                "no ratio".into(),
+            ),
+        }
+    }
+    for (key, slot, min) in [
+        (ann::PROXY_UID, &mut v.proxy.uid, 0),
+        (ann::PROXY_GID, &mut v.proxy.gid, -1),
+    ] {
+        if let Some(x) = get(key) {
+            match go::parse_int(x).filter(|n| *n >= min) {
+                Some(n) => *slot = n,
+                None => warn(key, x, &format!("an integer >= {min}"), slot.to_string()),
+            }
+        }
+    }
+    if let Some(x) = get(ann::LOG_LEVEL) {
+        v.proxy.log_level = x.to_string();
+    }
+    if let Some(x) = get(ann::LOG_FORMAT) {
+        v.proxy.log_format = x.to_string();
+    }
+    if let Some(x) = get(ann::LOG_HTTP_HEADERS) {
+        if !matches!(x, "" | "off" | "insecure") {
+            return Err(ConfigError::LogHttpHeaders(x.to_string()));
+        }
+        v.proxy.log_http_headers = x.to_string();
+    }
+    for (key, slot) in [
+        (ann::ADMIN_SHUTDOWN, &mut v.proxy.enable_shutdown_endpoint),
+        (ann::PROXY_AWAIT, &mut v.proxy.r#await),
+    ] {
+        match get(key) {
+            Some("enabled") => *slot = true,
+            Some("disabled") => *slot = false,
+            Some(x) => warn(key, x, "\"enabled\" or \"disabled\"", slot.to_string()),
+            None => {}
+        }
+    }
+    for (key, slot) in [
+        (
+            ann::EXTERNAL_PROFILES,
+            &mut v.proxy.enable_external_profiles,
+        ),
+        (ann::HOSTNAME_LABELS, &mut v.proxy.metrics.hostname_labels),
+        (
+            ann::DISABLE_OUTBOUND_DETECT,
+            &mut v.proxy.disable_outbound_protocol_detect_timeout,
+        ),
+        (
+            ann::DISABLE_INBOUND_DETECT,
+            &mut v.proxy.disable_inbound_protocol_detect_timeout,
+        ),
+        (ann::ENABLE_GATEWAY, &mut v.proxy.is_gateway),
+    ] {
+        if let Some(x) = get(key) {
+            match go::parse_bool(x) {
+                Some(b) => *slot = b,
+                None => warn(
+                    key,
+                    x,
+                    "a boolean such as \"true\" or \"false\"",
+                    slot.to_string(),
+                ),
+            }
+        }
+    }
+    if let Some(x) = get(ann::REQUIRE_IDENTITY_PORTS) {
+        v.proxy.require_identity_on_inbound_ports = x.to_string();
+    }
+    let p = &mut v.proxy;
+    for (key, slot, format) in [
+        (
+            ann::OUTBOUND_CONNECT_TIMEOUT,
+            &mut p.outbound_connect_timeout,
+            duration::format_millis as fn(i64) -> String,
+        ),
+        (
+            ann::INBOUND_CONNECT_TIMEOUT,
+            &mut p.inbound_connect_timeout,
+            duration::format_millis,
+        ),
+        (
+            ann::OUTBOUND_DISCOVERY_TIMEOUT,
+            &mut p.outbound_discovery_cache_unused_timeout,
+            duration::format_seconds,
+        ),
+        (
+            ann::INBOUND_DISCOVERY_TIMEOUT,
+            &mut p.inbound_discovery_cache_unused_timeout,
+            duration::format_seconds,
+        ),
+        (
+            ann::SHUTDOWN_GRACE_PERIOD,
+            &mut p.shutdown_grace_period,
+            duration::format_millis,
+        ),
+    ] {
+        if let Some(x) = get(key) {
+            match duration::parse_go_duration(x) {
+                Ok(nanos) => *slot = format(nanos),
+                Err(_) => warn(
+                    key,
+                    x,
+                    "a duration such as \"500ms\" or \"5s\"",
+                    quoted(slot),
+                ),
+            }
+        }
+    }
+    if let Some(x) = get(ann::DEFAULT_INBOUND_POLICY) {
+        if crate::settings::INBOUND_POLICIES.contains(&x) {
+            p.default_inbound_policy = x.to_string();
+        } else {
+            let expected = format!("one of {}", crate::settings::INBOUND_POLICIES.join(", "));
+            warn(
+                ann::DEFAULT_INBOUND_POLICY,
+                x,
+                &expected,
+                quoted(&p.default_inbound_policy),
+            );
+        }
+    }
+    if let Some(x) = get(ann::ACCESS_LOG) {
+        p.access_log = x.to_string();
+    }
+    // The GA key wins whenever present, then the deprecated beta and alpha keys.
+    if let Some((key, x)) = [
+        ann::NATIVE_SIDECAR,
+        ann::NATIVE_SIDECAR_BETA,
+        ann::NATIVE_SIDECAR_ALPHA,
+    ]
+    .into_iter()
+    .find_map(|k| get(k).map(|x| (k, x)))
+    {
+        match go::parse_bool(x) {
+            Some(b) => p.native_sidecar = b,
+            None => warn(
+                key,
+                x,
+                "a boolean such as \"true\" or \"false\"",
+                p.native_sidecar.to_string(),
+            ),
+        }
+    }
+    if let Some(x) = get(ann::WAIT_BEFORE_EXIT) {
+        match go::parse_uint(x).and_then(|n| i64::try_from(n).ok()) {
+            Some(n) => p.wait_before_exit_seconds = n,
+            None => warn(
+                ann::WAIT_BEFORE_EXIT,
+                x,
+                "a whole number of seconds",
+                p.wait_before_exit_seconds.to_string(),
+            ),
+        }
+    }
+    let mut close_wait_secs = v.proxy_init.close_wait_timeout_secs;
+    if let Some(x) = get(ann::CLOSE_WAIT_TIMEOUT) {
+        match duration::parse_go_duration(x) {
+            Ok(nanos) if !v.proxy_init.run_as_root && nanos != 0 => {
+                return Err(ConfigError::CloseWaitNeedsRoot);
+            }
+            Ok(nanos) => close_wait_secs = nanos / 1_000_000_000,
+            Err(_) => warn(
+                ann::CLOSE_WAIT_TIMEOUT,
+                x,
+                "a duration such as \"60s\"",
+                close_wait_secs.to_string(),
+            ),
+        }
+    }
+    if ingress {
+        p.is_ingress = true;
+    }
+    for (layer, source) in [
+        (layers.namespace.get(ann::ADDITIONAL_ENV), "namespace"),
+        (layers.pod.get(ann::ADDITIONAL_ENV), "pod"),
+    ] {
+        let Some(raw) = layer else { continue };
+        match parse_env_list(raw) {
+            Some(list) => merge_env(&mut p.additional_env, list),
+            None => warnings.push(format!(
+                "annotation {} on the {source}: not a JSON array of EnvVar objects with a name; ignored",
+                ann::ADDITIONAL_ENV
+            )),
+        }
+    }
+    if p.tracing.enabled {
+        for (k, val) in layers.pod {
+            if let Some(label) = k.strip_prefix("resource.opentelemetry.io/") {
+                p.tracing.labels.insert(label.to_string(), val.clone());
+            }
+        }
+        if let Some(name) = layers
+            .labels
+            .get("app.kubernetes.io/instance")
+            .or_else(|| layers.labels.get("app.kubernetes.io/name"))
+        {
+            p.tracing.labels.insert("service.name".into(), name.clone());
+        }
+    }
+    Ok(ProxyConfig {
+        values: v,
+        debug_sidecar,
+        close_wait_secs,
+        warnings,
+    })
+}
+
+fn quoted(s: &str) -> String {
+    format!("\"{s}\"")
+}
+
+fn parse_env_list(raw: &str) -> Option<Vec<Value>> {
+    let list: Vec<Value> = serde_json::from_str(raw).ok()?;
+    list.iter()
+        .all(|e| e.get("name").and_then(Value::as_str).is_some())
+        .then_some(list)
+}
+
+/// Later layers replace entries of the same name in place; new names are appended.
+fn merge_env(base: &mut Vec<Value>, layer: Vec<Value>) {
+    for entry in layer {
+        let name = entry.get("name").cloned();
+        match base.iter_mut().find(|e| e.get("name") == name.as_ref()) {
+            Some(slot) => *slot = entry,
+            None => base.push(entry),
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Adds the proxy to a pod (or pod template) object, editing its raw JSON: additions only,
+//! at the positions Linkerd's patch uses.
+
+use crate::pod::{array_entry, object_entry};
+use crate::render::{self, Context};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// Everything to add, rendered from the untouched pod.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub annotations: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
+    xtables_volume: Option<Value>,
+    init: Value,
+    debug: Option<Value>,
+    volumes: Vec<Value>,
+    proxy: Value,
+    native: bool,
+    proxy_first: bool,
+}
+
+impl Plan {
+    pub fn new(
+        cx: &Context<'_>,
+        annotations: BTreeMap<String, String>,
+        labels: BTreeMap<String, String>,
+    ) -> Self {
+        let v = &cx.config.values;
+        let cni = v.cni_enabled;
+        let mut volumes = vec![render::end_entity_volume()];
+        if v.proxy.tracing.enabled {
+            volumes.push(render::podinfo_volume());
+        }
+        if v.identity.service_account_token_projection {
+            volumes.push(render::token_volume());
+        }
+        Self {
+            annotations,
+            labels,
+            xtables_volume: (!cni)
+                .then(|| render::xtables_volume(&v.proxy_init.xt_mount_path.name)),
+            init: if cni {
+                render::network_validator(cx)
+            } else {
+                render::init_container(cx)
+            },
+            debug: cx.config.debug_sidecar.then(|| render::debug_container(cx)),
+            volumes,
+            proxy: render::proxy_container(cx),
+            native: v.proxy.native_sidecar,
+            proxy_first: v.proxy.r#await,
+        }
+    }
+
+    /// Applies the plan to `template` (an object with `metadata` and `spec`).
+    pub fn apply(self, template: &mut Map<String, Value>) {
+        let meta = object_entry(template, "metadata");
+        let annotations = object_entry(meta, "annotations");
+        for (k, v) in self.annotations {
+            annotations.insert(k, Value::String(v));
+        }
+        let labels = object_entry(meta, "labels");
+        for (k, v) in self.labels {
+            labels.insert(k, Value::String(v));
+        }
+        let spec = object_entry(template, "spec");
+        array_entry(spec, "volumes");
+        array_entry(spec, "initContainers");
+        if let Some(xt) = self.xtables_volume {
+            array_entry(spec, "volumes").push(xt);
+        }
+        let inits = array_entry(spec, "initContainers");
+        if self.native {
+            inits.insert(0, self.init);
+        } else {
+            inits.push(self.init);
+        }
+        if let Some(debug) = self.debug {
+            array_entry(spec, "containers").push(debug);
+        }
+        array_entry(spec, "volumes").extend(self.volumes);
+        if self.native {
+            let inits = array_entry(spec, "initContainers");
+            inits.insert(1.min(inits.len()), self.proxy);
+        } else if self.proxy_first {
+            array_entry(spec, "containers").insert(0, self.proxy);
+        } else {
+            array_entry(spec, "containers").push(self.proxy);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! What happened to one admission request; the shell turns it into a `ValidationResponse`.
+
+use crate::decide::SkipReason;
+use crate::owner::Owner;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// A proxy was added (to the pod, or to a workload's pod template).
+    Injected { owner: Owner },
+    /// No proxy: Linkerd's reasons.
+    Skipped(Vec<SkipReason>),
+    /// Not a request this policy changes (other kinds, operations), or a Service.
+    NotApplicable,
+    /// The request is refused with this message.
+    Rejected(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub verdict: Verdict,
+    /// The whole object with the additions, when anything was added.
+    pub mutated: Option<Value>,
+    pub warnings: Vec<String>,
+    pub audit_annotations: BTreeMap<String, String>,
+}
+
+impl Outcome {
+    pub fn unchanged(verdict: Verdict) -> Self {
+        Self {
+            verdict,
+            mutated: None,
+            warnings: Vec::new(),
+            audit_annotations: BTreeMap::new(),
+        }
+    }
+
+    pub fn rejected(message: impl Into<String>) -> Self {
+        Self::unchanged(Verdict::Rejected(message.into()))
+    }
+
+    pub fn is_rejected(&self) -> bool {
+        matches!(self.verdict, Verdict::Rejected(_))
+    }
+}

@@ -1,0 +1,320 @@
+//! The `linkerd-proxy` container's environment, in Linkerd's exact order.
+
+use super::Context;
+use crate::parse::go;
+use serde_json::{Value, json};
+
+fn var(name: &str, value: impl Into<String>) -> Value {
+    json!({"name": name, "value": value.into()})
+}
+
+fn field(name: &str, path: &str) -> Value {
+    json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}})
+}
+
+fn flag(b: bool) -> &'static str {
+    if b { "true" } else { "false" }
+}
+
+pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
+    let v = &cx.config.values;
+    let p = &v.proxy;
+    let ns = &v.policy.control_plane_namespace;
+    let cd = &v.cluster_domain;
+    let td = v.trust_domain();
+    let bind = if v.disable_ipv6 { "0.0.0.0" } else { "[::]" };
+    let mut env = vec![
+        field("_pod_name", "metadata.name"),
+        field("_pod_ns", "metadata.namespace"),
+        field("_pod_uid", "metadata.uid"),
+        field("_pod_ip", "status.podIP"),
+        field("_pod_nodeName", "spec.nodeName"),
+        var("_pod_containerName", "linkerd-proxy"),
+    ];
+    let w = &p.runtime.workers;
+    if let Some(cores) = p.cores.filter(|c| *c != 0) {
+        env.push(var("LINKERD2_PROXY_CORES", cores.to_string()));
+        env.push(var("LINKERD2_PROXY_CORES_MIN", cores.to_string()));
+    } else if w.minimum.unwrap_or(0) != 0
+        || w.maximum.unwrap_or(0) != 0
+        || w.maximum_cpu_ratio.unwrap_or(0.0) != 0.0
+    {
+        let min = w.minimum.filter(|m| *m != 0).unwrap_or(1).to_string();
+        env.push(var("LINKERD2_PROXY_CORES", min.clone()));
+        env.push(var("LINKERD2_PROXY_CORES_MIN", min));
+    }
+    if let Some(max) = w.maximum.filter(|m| *m != 0) {
+        env.push(var("LINKERD2_PROXY_CORES_MAX", max.to_string()));
+    }
+    if let Some(ratio) = w.maximum_cpu_ratio.filter(|r| *r != 0.0) {
+        env.push(var(
+            "LINKERD2_PROXY_CORES_MAX_RATIO",
+            go::format_float(ratio),
+        ));
+    }
+    if !p.require_identity_on_inbound_ports.is_empty() {
+        env.push(var(
+            "LINKERD2_PROXY_INBOUND_PORTS_REQUIRE_IDENTITY",
+            &*p.require_identity_on_inbound_ports,
+        ));
+    }
+    env.push(var(
+        "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED",
+        flag(p.enable_shutdown_endpoint),
+    ));
+    let log = if p.log_http_headers == "insecure" {
+        p.log_level.clone()
+    } else {
+        format!("{},[{{headers}}]=off,[{{request}}]=off", p.log_level)
+    };
+    env.push(var("LINKERD2_PROXY_LOG", log));
+    env.push(var("LINKERD2_PROXY_LOG_FORMAT", &*p.log_format));
+    env.push(var(
+        "LINKERD2_PROXY_DESTINATION_SVC_ADDR",
+        format!("linkerd-dst-headless.{ns}.svc.{cd}.:8086"),
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS",
+        &*v.cluster_networks,
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_POLICY_SVC_ADDR",
+        format!("linkerd-policy.{ns}.svc.{cd}.:8090"),
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_POLICY_WORKLOAD",
+        "{\"ns\":\"$(_pod_ns)\", \"pod\":\"$(_pod_name)\"}\n",
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_INBOUND_DEFAULT_POLICY",
+        &*p.default_inbound_policy,
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_POLICY_CLUSTER_NETWORKS",
+        &*v.cluster_networks,
+    ));
+    let s = &p.control.streams;
+    env.push(var(
+        "LINKERD2_PROXY_CONTROL_STREAM_INITIAL_TIMEOUT",
+        &*s.initial_timeout,
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_CONTROL_STREAM_IDLE_TIMEOUT",
+        &*s.idle_timeout,
+    ));
+    env.push(var("LINKERD2_PROXY_CONTROL_STREAM_LIFETIME", &*s.lifetime));
+    for (name, val) in [
+        (
+            "LINKERD2_PROXY_INBOUND_CONNECT_TIMEOUT",
+            &p.inbound_connect_timeout,
+        ),
+        (
+            "LINKERD2_PROXY_OUTBOUND_CONNECT_TIMEOUT",
+            &p.outbound_connect_timeout,
+        ),
+        (
+            "LINKERD2_PROXY_OUTBOUND_DISCOVERY_IDLE_TIMEOUT",
+            &p.outbound_discovery_cache_unused_timeout,
+        ),
+        (
+            "LINKERD2_PROXY_INBOUND_DISCOVERY_IDLE_TIMEOUT",
+            &p.inbound_discovery_cache_unused_timeout,
+        ),
+    ] {
+        if !val.is_empty() {
+            env.push(var(name, &**val));
+        }
+    }
+    if p.disable_outbound_protocol_detect_timeout {
+        env.push(var("LINKERD2_PROXY_OUTBOUND_DETECT_TIMEOUT", "365d"));
+    }
+    if p.disable_inbound_protocol_detect_timeout {
+        env.push(var("LINKERD2_PROXY_INBOUND_DETECT_TIMEOUT", "365d"));
+    }
+    let ports = &p.ports;
+    env.push(var(
+        "LINKERD2_PROXY_CONTROL_LISTEN_ADDR",
+        format!("{bind}:{}", ports.control),
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_ADMIN_LISTEN_ADDR",
+        format!("{bind}:{}", ports.admin),
+    ));
+    let outbound = format!("127.0.0.1:{}", ports.outbound);
+    env.push(var("LINKERD2_PROXY_OUTBOUND_LISTEN_ADDR", &*outbound));
+    let outbound_addrs = if v.disable_ipv6 {
+        outbound
+    } else {
+        format!("{outbound},[::1]:{}", ports.outbound)
+    };
+    env.push(var("LINKERD2_PROXY_OUTBOUND_LISTEN_ADDRS", outbound_addrs));
+    env.push(var(
+        "LINKERD2_PROXY_INBOUND_LISTEN_ADDR",
+        format!("{bind}:{}", ports.inbound),
+    ));
+    env.push(field("LINKERD2_PROXY_INBOUND_IPS", "status.podIPs"));
+    env.push(var("LINKERD2_PROXY_INBOUND_PORTS", &*cx.inbound_ports));
+    if p.is_gateway {
+        env.push(var(
+            "LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES",
+            format!("svc.{cd}."),
+        ));
+    }
+    if p.is_ingress {
+        env.push(var("LINKERD2_PROXY_INGRESS_MODE", "true"));
+    }
+    let suffixes = if p.enable_external_profiles {
+        ".".to_string()
+    } else {
+        format!("svc.{cd}.")
+    };
+    env.push(var("LINKERD2_PROXY_DESTINATION_PROFILE_SUFFIXES", suffixes));
+    env.push(var("LINKERD2_PROXY_INBOUND_ACCEPT_KEEPALIVE", "10000ms"));
+    env.push(var("LINKERD2_PROXY_OUTBOUND_CONNECT_KEEPALIVE", "10000ms"));
+    env.push(var("LINKERD2_PROXY_INBOUND_ACCEPT_USER_TIMEOUT", "30s"));
+    env.push(var("LINKERD2_PROXY_OUTBOUND_CONNECT_USER_TIMEOUT", "30s"));
+    env.push(var(
+        "LINKERD2_PROXY_OUTBOUND_METRICS_HOSTNAME_LABELS",
+        flag(p.metrics.hostname_labels),
+    ));
+    if p.tracing.enabled {
+        tracing_env(cx, &mut env);
+    }
+    nested_params("LINKERD2_PROXY_INBOUND", &p.inbound, &mut env);
+    nested_params("LINKERD2_PROXY_OUTBOUND", &p.outbound, &mut env);
+    if !p.opaque_ports.is_empty() {
+        env.push(var(
+            "LINKERD2_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION",
+            &*p.opaque_ports,
+        ));
+    }
+    env.push(var(
+        "LINKERD2_PROXY_DESTINATION_CONTEXT",
+        "{\"ns\":\"$(_pod_ns)\", \"nodeName\":\"$(_pod_nodeName)\", \"pod\":\"$(_pod_name)\"}\n",
+    ));
+    env.push(field("_pod_sa", "spec.serviceAccountName"));
+    env.push(var("_l5d_ns", &**ns));
+    env.push(var("_l5d_trustdomain", td));
+    env.push(var(
+        "LINKERD2_PROXY_IDENTITY_DIR",
+        "/var/run/linkerd/identity/end-entity",
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS",
+        format!("{}\n", cx.trust_anchors.trim()),
+    ));
+    let token = if v.identity.service_account_token_projection {
+        "/var/run/secrets/tokens/linkerd-identity-token"
+    } else {
+        "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    };
+    env.push(var("LINKERD2_PROXY_IDENTITY_TOKEN_FILE", token));
+    env.push(var(
+        "LINKERD2_PROXY_IDENTITY_SVC_ADDR",
+        format!("linkerd-identity-headless.{ns}.svc.{cd}.:8080"),
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_IDENTITY_LOCAL_NAME",
+        format!("$(_pod_sa).$(_pod_ns).serviceaccount.identity.{ns}.{td}"),
+    ));
+    let svc_name = |sa: &str| format!("{sa}.{ns}.serviceaccount.identity.{ns}.{td}");
+    env.push(var(
+        "LINKERD2_PROXY_IDENTITY_SVC_NAME",
+        svc_name("linkerd-identity"),
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_DESTINATION_SVC_NAME",
+        svc_name("linkerd-destination"),
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_POLICY_SVC_NAME",
+        svc_name("linkerd-destination"),
+    ));
+    if !p.access_log.is_empty() {
+        env.push(var("LINKERD2_PROXY_ACCESS_LOG", &*p.access_log));
+    }
+    if !p.shutdown_grace_period.is_empty() {
+        env.push(var(
+            "LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD",
+            &*p.shutdown_grace_period,
+        ));
+    }
+    env.extend(p.additional_env.iter().cloned());
+    env.extend(p.experimental_env.iter().cloned());
+    env
+}
+
+fn tracing_env(cx: &Context<'_>, env: &mut Vec<Value>) {
+    let v = &cx.config.values;
+    let t = &v.proxy.tracing;
+    let protocol = if t.protocol.is_empty() {
+        "opentelemetry"
+    } else {
+        &t.protocol
+    };
+    let service = if t.trace_service_name.is_empty() {
+        "linkerd-proxy"
+    } else {
+        &t.trace_service_name
+    };
+    let id = &t.collector.mesh_identity;
+    let extra: String = t
+        .labels
+        .iter()
+        .map(|(k, val)| format!("{k}={val}\n"))
+        .collect();
+    env.push(var(
+        "LINKERD2_PROXY_TRACE_ATTRIBUTES_PATH",
+        "/var/run/linkerd/podinfo/labels",
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_TRACE_ANNOTATIONS_PATH",
+        "/var/run/linkerd/podinfo/annotations",
+    ));
+    env.push(var("LINKERD2_PROXY_TRACE_PROTOCOL", protocol));
+    env.push(var("LINKERD2_PROXY_TRACE_SERVICE_NAME", service));
+    env.push(var(
+        "LINKERD2_PROXY_TRACE_COLLECTOR_SVC_ADDR",
+        &*t.collector.endpoint,
+    ));
+    env.push(var(
+        "LINKERD2_PROXY_TRACE_COLLECTOR_SVC_NAME",
+        format!(
+            "{}.{}.serviceaccount.identity.{}.{}",
+            id.service_account_name,
+            id.namespace,
+            v.policy.control_plane_namespace,
+            v.trust_domain()
+        ),
+    ));
+    env.push(var("LINKERD2_PROXY_TRACE_EXTRA_ATTRIBUTES", extra));
+}
+
+/// One variable per leaf of `proxy.inbound` / `proxy.outbound`, keys upper-snake-cased and
+/// visited in sorted order.
+fn nested_params(prefix: &str, value: &Value, env: &mut Vec<Value>) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            for k in keys {
+                nested_params(&format!("{prefix}_{}", upper_snake(k)), &map[k], env);
+            }
+        }
+        Value::String(s) => env.push(var(prefix, &**s)),
+        Value::Null => {}
+        other => env.push(var(prefix, other.to_string())),
+    }
+}
+
+/// `keepAliveInterval` → `KEEP_ALIVE_INTERVAL`, `http2` → `HTTP2`.
+fn upper_snake(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 4);
+    for (i, ch) in key.chars().enumerate() {
+        if ch.is_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.extend(ch.to_uppercase());
+    }
+    out
+}

@@ -1,0 +1,64 @@
+//! What injection adds to a pod: containers, init containers and volumes, as JSON values.
+
+mod containers;
+mod env;
+mod inbound_ports;
+mod volumes;
+
+pub use containers::{debug_container, init_container, network_validator, proxy_container};
+pub use inbound_ports::inbound_ports;
+pub use volumes::{end_entity_volume, podinfo_volume, token_volume, xtables_volume};
+
+use crate::config::ProxyConfig;
+use serde_json::Value;
+
+/// Everything rendering needs, computed once per pod.
+pub struct Context<'a> {
+    pub config: &'a ProxyConfig,
+    /// The pod spec before injection.
+    pub spec: &'a Value,
+    /// The trust bundle as read (untrimmed).
+    pub trust_anchors: &'a str,
+    /// Value of `LINKERD2_PROXY_INBOUND_PORTS`.
+    pub inbound_ports: String,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(config: &'a ProxyConfig, spec: &'a Value, trust_anchors: &'a str) -> Self {
+        let inbound_ports = if config.values.proxy.pod_inbound_ports.is_empty() {
+            inbound_ports(spec)
+        } else {
+            config.values.proxy.pod_inbound_ports.clone()
+        };
+        Self {
+            config,
+            spec,
+            trust_anchors,
+            inbound_ports,
+        }
+    }
+
+    /// `<image>:<tag>` of the proxy (also used by linkerd-init and the validator).
+    pub fn proxy_image(&self) -> String {
+        let v = &self.config.values;
+        format!("{}:{}", v.proxy.image.name, self.proxy_version())
+    }
+
+    pub fn proxy_version(&self) -> &str {
+        let v = &self.config.values;
+        if v.proxy.image.version.is_empty() {
+            &v.linkerd_version
+        } else {
+            &v.proxy.image.version
+        }
+    }
+
+    pub fn pull_policy(&self) -> &str {
+        let v = &self.config.values;
+        if v.proxy.image.pull_policy.is_empty() {
+            &v.image_pull_policy
+        } else {
+            &v.proxy.image.pull_policy
+        }
+    }
+}

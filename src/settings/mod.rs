@@ -1,0 +1,102 @@
+//! Policy settings: Linkerd's Helm values subset plus the policy's own `policy` block.
+//!
+//! Decoding is strict about types and values (every error names its key path) and lenient
+//! about unknown keys, so a whole Linkerd values document can be pasted.
+
+mod policy;
+mod scalar;
+mod validate;
+pub use validate::INBOUND_POLICIES;
+mod values;
+
+pub use policy::{LookupFailure, PolicyOptions, TrustAnchorsSource};
+pub use values::*;
+
+use serde_json::Value;
+
+/// One invalid setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("settings{}{path}: {message}", if path.is_empty() { "" } else { "." })]
+pub struct FieldError {
+    pub path: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Every problem found in a settings document.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", join(.0))]
+pub struct SettingsError(pub Vec<FieldError>);
+
+fn join(errors: &[FieldError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl Settings {
+    /// Decodes and validates settings given as JSON (`null` means all defaults).
+    pub fn from_json_bytes(bytes: &[u8]) -> Result<Self, SettingsError> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+            SettingsError(vec![FieldError::new("", format!("not valid JSON: {e}"))])
+        })?;
+        Self::from_value(value)
+    }
+
+    /// Decodes and validates an already parsed settings document.
+    pub fn from_value(mut value: Value) -> Result<Self, SettingsError> {
+        match &value {
+            Value::Null => value = Value::Object(Default::default()),
+            Value::Object(_) => strip_nulls(&mut value),
+            other => {
+                let msg = format!("must be an object, got {}", scalar::kind_of(other));
+                return Err(SettingsError(vec![FieldError {
+                    path: String::new(),
+                    message: msg,
+                }]));
+            }
+        }
+        let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            SettingsError(vec![FieldError::new(path, e.into_inner().to_string())])
+        })?;
+        let errors = validate::validate(&settings);
+        if errors.is_empty() {
+            Ok(settings)
+        } else {
+            Err(SettingsError(errors))
+        }
+    }
+
+    /// The trust domain of mesh identities.
+    pub fn trust_domain(&self) -> &str {
+        if self.identity_trust_domain.is_empty() {
+            &self.cluster_domain
+        } else {
+            &self.identity_trust_domain
+        }
+    }
+}
+
+/// Helm treats `key: null` as "not set": drop such keys so the defaults apply.
+fn strip_nulls(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}

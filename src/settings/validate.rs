@@ -1,0 +1,368 @@
+//! Semantic checks of decoded settings; each failure names its key path and the accepted form.
+
+use super::{FieldError, Settings, TrustAnchorsSource};
+use crate::parse::{cidr, duration, ports, quantity::Quantity};
+use serde_json::Value;
+
+const PULL_POLICIES: &[&str] = &["", "Always", "IfNotPresent", "Never"];
+pub const INBOUND_POLICIES: &[&str] = &[
+    "all-unauthenticated",
+    "all-authenticated",
+    "cluster-unauthenticated",
+    "cluster-authenticated",
+    "deny",
+    "audit",
+];
+
+pub fn validate(s: &Settings) -> Vec<FieldError> {
+    let mut v = Checker(Vec::new());
+    let p = &s.proxy;
+
+    v.dns_label(
+        "policy.controlPlaneNamespace",
+        &s.policy.control_plane_namespace,
+    );
+    v.non_empty("policy.createdBy", &s.policy.created_by);
+    v.non_empty(
+        "policy.trustAnchorsConfigMap",
+        &s.policy.trust_anchors_config_map,
+    );
+    if s.policy.trust_anchors == TrustAnchorsSource::Inline
+        && s.identity_trust_anchors_pem.trim().is_empty()
+    {
+        v.fail(
+            "identityTrustAnchorsPEM",
+            "must be set when policy.trustAnchors is \"inline\"",
+        );
+    }
+    v.non_empty("linkerdVersion", &s.linkerd_version);
+    v.non_empty("clusterDomain", &s.cluster_domain);
+    v.cidrs("clusterNetworks", &s.cluster_networks, false);
+    v.one_of("imagePullPolicy", &s.image_pull_policy, PULL_POLICIES);
+
+    v.non_empty("proxy.image.name", &p.image.name);
+    v.one_of(
+        "proxy.image.pullPolicy",
+        &p.image.pull_policy,
+        PULL_POLICIES,
+    );
+    v.one_of(
+        "debugContainer.image.pullPolicy",
+        &s.debug_container.image.pull_policy,
+        PULL_POLICIES,
+    );
+    v.non_empty("debugContainer.image.name", &s.debug_container.image.name);
+    for (key, port) in [
+        ("admin", p.ports.admin),
+        ("control", p.ports.control),
+        ("inbound", p.ports.inbound),
+        ("outbound", p.ports.outbound),
+    ] {
+        v.port(&format!("proxy.ports.{key}"), port);
+    }
+    v.one_of(
+        "proxy.logHTTPHeaders",
+        &p.log_http_headers,
+        &["", "off", "insecure"],
+    );
+    v.one_of(
+        "proxy.defaultInboundPolicy",
+        &p.default_inbound_policy,
+        INBOUND_POLICIES,
+    );
+    for (key, val) in [
+        ("proxy.outboundConnectTimeout", &p.outbound_connect_timeout),
+        ("proxy.inboundConnectTimeout", &p.inbound_connect_timeout),
+        (
+            "proxy.outboundDiscoveryCacheUnusedTimeout",
+            &p.outbound_discovery_cache_unused_timeout,
+        ),
+        (
+            "proxy.inboundDiscoveryCacheUnusedTimeout",
+            &p.inbound_discovery_cache_unused_timeout,
+        ),
+        ("proxy.shutdownGracePeriod", &p.shutdown_grace_period),
+        (
+            "proxy.control.streams.initialTimeout",
+            &p.control.streams.initial_timeout,
+        ),
+        (
+            "proxy.control.streams.idleTimeout",
+            &p.control.streams.idle_timeout,
+        ),
+        (
+            "proxy.control.streams.lifetime",
+            &p.control.streams.lifetime,
+        ),
+        ("networkValidator.timeout", &s.network_validator.timeout),
+    ] {
+        v.duration(key, val);
+    }
+    for (res, pair) in [
+        ("cpu", &p.resources.cpu),
+        ("memory", &p.resources.memory),
+        ("ephemeral-storage", &p.resources.ephemeral_storage),
+    ] {
+        v.quantity(&format!("proxy.resources.{res}.request"), &pair.request);
+        v.quantity(&format!("proxy.resources.{res}.limit"), &pair.limit);
+    }
+    if let Some(cores) = p.cores {
+        v.at_least("proxy.cores", cores, 0);
+    }
+    let w = &p.runtime.workers;
+    if let Some(min) = w.minimum {
+        v.at_least("proxy.runtime.workers.minimum", min, 0);
+    }
+    if let Some(max) = w.maximum {
+        v.at_least("proxy.runtime.workers.maximum", max, 0);
+    }
+    if let Some(r) = w.maximum_cpu_ratio
+        && !(r > 0.0 && r <= 1.0)
+    {
+        v.fail(
+            "proxy.runtime.workers.maximumCPURatio",
+            format!("must be a number in (0, 1], got {r}"),
+        );
+    }
+    v.at_least("proxy.uid", p.uid, 0);
+    v.at_least("proxy.gid", p.gid, -1);
+    v.at_least("proxy.waitBeforeExitSeconds", p.wait_before_exit_seconds, 0);
+    v.object("proxy.securityContext", &p.security_context);
+    v.object(
+        "networkValidator.securityContext",
+        &s.network_validator.security_context,
+    );
+    v.object("proxy.inbound", &p.inbound);
+    v.object("proxy.outbound", &p.outbound);
+    v.opaque_ports("proxy.opaquePorts", &p.opaque_ports);
+    v.port_list(
+        "proxy.requireIdentityOnInboundPorts",
+        &p.require_identity_on_inbound_ports,
+    );
+    v.port_list("proxy.podInboundPorts", &p.pod_inbound_ports);
+    for (key, list) in [
+        ("proxy.additionalEnv", &p.additional_env),
+        ("proxy.experimentalEnv", &p.experimental_env),
+    ] {
+        v.env_list(key, list);
+    }
+    for (key, probe) in [
+        ("proxy.livenessProbe", &p.liveness_probe),
+        ("proxy.readinessProbe", &p.readiness_probe),
+    ] {
+        v.at_least(
+            &format!("{key}.initialDelaySeconds"),
+            probe.initial_delay_seconds,
+            0,
+        );
+        v.at_least(&format!("{key}.timeoutSeconds"), probe.timeout_seconds, 1);
+    }
+    v.at_least(
+        "proxy.startupProbe.initialDelaySeconds",
+        p.startup_probe.initial_delay_seconds,
+        0,
+    );
+    v.at_least(
+        "proxy.startupProbe.periodSeconds",
+        p.startup_probe.period_seconds,
+        1,
+    );
+    v.at_least(
+        "proxy.startupProbe.failureThreshold",
+        p.startup_probe.failure_threshold,
+        1,
+    );
+    if p.tracing.enabled {
+        let c = &p.tracing.collector;
+        v.non_empty("proxy.tracing.collector.endpoint", &c.endpoint);
+        v.non_empty(
+            "proxy.tracing.collector.meshIdentity.serviceAccountName",
+            &c.mesh_identity.service_account_name,
+        );
+        v.non_empty(
+            "proxy.tracing.collector.meshIdentity.namespace",
+            &c.mesh_identity.namespace,
+        );
+    }
+
+    let pi = &s.proxy_init;
+    v.one_of(
+        "proxyInit.iptablesMode",
+        &pi.iptables_mode,
+        &["", "nft", "legacy"],
+    );
+    v.port_list("proxyInit.ignoreInboundPorts", &pi.ignore_inbound_ports);
+    v.port_list("proxyInit.ignoreOutboundPorts", &pi.ignore_outbound_ports);
+    v.cidrs("proxyInit.skipSubnets", &pi.skip_subnets, true);
+    v.at_least(
+        "proxyInit.closeWaitTimeoutSecs",
+        pi.close_wait_timeout_secs,
+        0,
+    );
+    if pi.close_wait_timeout_secs > 0 && !pi.run_as_root {
+        v.fail(
+            "proxyInit.closeWaitTimeoutSecs",
+            "requires proxyInit.runAsRoot: true",
+        );
+    }
+    v.at_least("proxyInit.runAsUser", pi.run_as_user, 0);
+    v.at_least("proxyInit.runAsGroup", pi.run_as_group, 0);
+    v.non_empty("proxyInit.xtMountPath.name", &pi.xt_mount_path.name);
+    v.non_empty(
+        "proxyInit.xtMountPath.mountPath",
+        &pi.xt_mount_path.mount_path,
+    );
+    v.0
+}
+
+struct Checker(Vec<FieldError>);
+
+impl Checker {
+    fn fail(&mut self, path: &str, message: impl Into<String>) {
+        self.0.push(FieldError::new(path, message));
+    }
+
+    fn non_empty(&mut self, path: &str, val: &str) {
+        if val.trim().is_empty() {
+            self.fail(path, "must not be empty");
+        }
+    }
+
+    fn one_of(&mut self, path: &str, val: &str, allowed: &[&str]) {
+        if !allowed.contains(&val) {
+            let list: Vec<String> = allowed
+                .iter()
+                .filter(|a| !a.is_empty())
+                .map(|a| format!("\"{a}\""))
+                .collect();
+            self.fail(
+                path,
+                format!("must be one of {}, got \"{val}\"", list.join(", ")),
+            );
+        }
+    }
+
+    fn port(&mut self, path: &str, port: i64) {
+        if !(1..=65535).contains(&port) {
+            self.fail(path, format!("must be 1-65535, got {port}"));
+        }
+    }
+
+    fn at_least(&mut self, path: &str, val: i64, min: i64) {
+        if val < min {
+            self.fail(path, format!("must be at least {min}, got {val}"));
+        }
+    }
+
+    fn duration(&mut self, path: &str, val: &str) {
+        if !val.is_empty()
+            && let Err(e) = duration::parse_go_duration(val)
+        {
+            self.fail(
+                path,
+                format!("{e} (a duration such as \"100ms\", \"5s\" or \"1h\")"),
+            );
+        }
+    }
+
+    fn quantity(&mut self, path: &str, val: &str) {
+        if !val.is_empty()
+            && let Err(e) = Quantity::parse(val)
+        {
+            self.fail(
+                path,
+                format!("{e} (a Kubernetes quantity such as \"100m\", \"1\" or \"20Mi\")"),
+            );
+        }
+    }
+
+    fn cidrs(&mut self, path: &str, val: &str, allow_empty: bool) {
+        if val.trim().is_empty() {
+            if !allow_empty {
+                self.fail(
+                    path,
+                    "must list at least one CIDR, e.g. \"10.0.0.0/8,fd00::/8\"",
+                );
+            }
+            return;
+        }
+        if let Err((i, entry, e)) = cidr::parse_cidr_list(val) {
+            self.fail(
+                path,
+                format!(
+                    "entry {i} \"{entry}\": {e} (comma-separated CIDRs such as \"10.0.0.0/8\")"
+                ),
+            );
+        }
+    }
+
+    fn port_list(&mut self, path: &str, val: &str) {
+        if let Err((entry, e)) = ports::parse_port_ranges(val) {
+            self.fail(
+                path,
+                format!(
+                    "\"{entry}\": {e} (comma-separated ports or ranges such as \"25,4000-4100\")"
+                ),
+            );
+        }
+    }
+
+    /// Opaque ports may also name container ports, which are resolved per pod.
+    fn opaque_ports(&mut self, path: &str, val: &str) {
+        for entry in val.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            if ports::parse_port_range(entry).is_err() && !is_port_name(entry) {
+                self.fail(
+                    path,
+                    format!("\"{entry}\" is neither a port, a range \"lo-hi\" nor a port name"),
+                );
+            }
+        }
+    }
+
+    fn object(&mut self, path: &str, val: &Value) {
+        if !val.is_object() {
+            self.fail(path, "must be an object");
+        }
+    }
+
+    fn env_list(&mut self, path: &str, list: &[Value]) {
+        for (i, item) in list.iter().enumerate() {
+            let named = item
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            if !named {
+                self.fail(
+                    &format!("{path}[{i}]"),
+                    "must be an EnvVar object with a non-empty \"name\"",
+                );
+            }
+        }
+    }
+
+    fn dns_label(&mut self, path: &str, val: &str) {
+        let ok = !val.is_empty()
+            && val.len() <= 63
+            && val
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !val.starts_with('-')
+            && !val.ends_with('-');
+        if !ok {
+            self.fail(
+                path,
+                format!("must be a DNS-1123 label (a namespace name), got \"{val}\""),
+            );
+        }
+    }
+}
+
+/// A Kubernetes container port name (IANA_SVC_NAME): 1-15 lowercase alphanumerics or '-',
+/// with at least one letter.
+pub fn is_port_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 15
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes().any(|b| b.is_ascii_lowercase())
+}

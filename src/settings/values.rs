@@ -1,0 +1,467 @@
+//! The subset of Linkerd's Helm values the injector reads, with the chart's defaults.
+//!
+//! Keys and nesting follow `charts/linkerd-control-plane/values.yaml`, so a platform team can
+//! paste their values document; keys the injector does not read are ignored.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use super::policy::PolicyOptions;
+
+/// The Linkerd release whose proxy this policy renders by default.
+pub const DEFAULT_LINKERD_VERSION: &str = "edge-26.8.3";
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Settings {
+    /// Options that exist only in this policy (not in Linkerd's values).
+    pub policy: PolicyOptions,
+    pub linkerd_version: String,
+    pub cluster_domain: String,
+    pub cluster_networks: String,
+    pub image_pull_policy: String,
+    pub cni_enabled: bool,
+    #[serde(rename = "disableIPv6")]
+    pub disable_ipv6: bool,
+    #[serde(rename = "identityTrustAnchorsPEM")]
+    pub identity_trust_anchors_pem: String,
+    pub identity_trust_domain: String,
+    pub identity: Identity,
+    pub proxy: Proxy,
+    pub proxy_init: ProxyInit,
+    pub network_validator: NetworkValidator,
+    pub debug_container: DebugContainer,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            policy: PolicyOptions::default(),
+            linkerd_version: DEFAULT_LINKERD_VERSION.into(),
+            cluster_domain: "cluster.local".into(),
+            cluster_networks: "10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16,fd00::/8"
+                .into(),
+            image_pull_policy: "IfNotPresent".into(),
+            cni_enabled: false,
+            disable_ipv6: true,
+            identity_trust_anchors_pem: String::new(),
+            identity_trust_domain: String::new(),
+            identity: Identity::default(),
+            proxy: Proxy::default(),
+            proxy_init: ProxyInit::default(),
+            network_validator: NetworkValidator::default(),
+            debug_container: DebugContainer::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Identity {
+    pub service_account_token_projection: bool,
+}
+
+impl Default for Identity {
+    fn default() -> Self {
+        Self {
+            service_account_token_projection: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Image {
+    pub name: String,
+    pub pull_policy: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Ports {
+    pub admin: i64,
+    pub control: i64,
+    pub inbound: i64,
+    pub outbound: i64,
+}
+
+impl Default for Ports {
+    fn default() -> Self {
+        Self {
+            admin: 4191,
+            control: 4190,
+            inbound: 4143,
+            outbound: 4140,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Workers {
+    pub minimum: Option<i64>,
+    pub maximum: Option<i64>,
+    #[serde(rename = "maximumCPURatio")]
+    pub maximum_cpu_ratio: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Runtime {
+    pub workers: Workers,
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Self {
+            workers: Workers {
+                minimum: Some(1),
+                maximum: None,
+                maximum_cpu_ratio: None,
+            },
+        }
+    }
+}
+
+/// A request/limit pair; values are Kubernetes quantities kept as the user wrote them.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RequestLimit {
+    #[serde(deserialize_with = "super::scalar::string_or_number")]
+    pub request: String,
+    #[serde(deserialize_with = "super::scalar::string_or_number")]
+    pub limit: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Resources {
+    pub cpu: RequestLimit,
+    pub memory: RequestLimit,
+    #[serde(rename = "ephemeral-storage")]
+    pub ephemeral_storage: RequestLimit,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Probe {
+    pub initial_delay_seconds: i64,
+    pub timeout_seconds: i64,
+    pub period_seconds: Option<i64>,
+    pub failure_threshold: Option<i64>,
+}
+
+impl Probe {
+    fn new(initial_delay_seconds: i64, timeout_seconds: i64) -> Self {
+        Self {
+            initial_delay_seconds,
+            timeout_seconds,
+            period_seconds: None,
+            failure_threshold: None,
+        }
+    }
+}
+
+impl Default for Probe {
+    fn default() -> Self {
+        Self::new(0, 1)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StartupProbe {
+    pub initial_delay_seconds: i64,
+    pub period_seconds: i64,
+    pub failure_threshold: i64,
+}
+
+impl Default for StartupProbe {
+    fn default() -> Self {
+        Self {
+            initial_delay_seconds: 0,
+            period_seconds: 1,
+            failure_threshold: 120,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Streams {
+    pub initial_timeout: String,
+    pub idle_timeout: String,
+    pub lifetime: String,
+}
+
+impl Default for Streams {
+    fn default() -> Self {
+        Self {
+            initial_timeout: "3s".into(),
+            idle_timeout: "5m".into(),
+            lifetime: "1h".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Control {
+    pub streams: Streams,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Metrics {
+    pub hostname_labels: bool,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct MeshIdentity {
+    pub service_account_name: String,
+    pub namespace: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Collector {
+    pub endpoint: String,
+    pub mesh_identity: MeshIdentity,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Tracing {
+    pub enabled: bool,
+    pub protocol: String,
+    pub trace_service_name: String,
+    pub labels: BTreeMap<String, String>,
+    pub collector: Collector,
+}
+
+impl Default for Tracing {
+    fn default() -> Self {
+        let labels = [
+            ("k8s.pod.ip", "$(_pod_ip)"),
+            ("k8s.pod.uid", "$(_pod_uid)"),
+            ("k8s.container.name", "$(_pod_containerName)"),
+        ];
+        Self {
+            enabled: false,
+            protocol: String::new(),
+            trace_service_name: "linkerd-proxy".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            collector: Collector::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Proxy {
+    pub enable_external_profiles: bool,
+    pub outbound_connect_timeout: String,
+    pub inbound_connect_timeout: String,
+    pub outbound_discovery_cache_unused_timeout: String,
+    pub inbound_discovery_cache_unused_timeout: String,
+    pub disable_outbound_protocol_detect_timeout: bool,
+    pub disable_inbound_protocol_detect_timeout: bool,
+    pub image: Image,
+    pub enable_shutdown_endpoint: bool,
+    pub log_level: String,
+    pub log_format: String,
+    #[serde(rename = "logHTTPHeaders")]
+    pub log_http_headers: String,
+    pub ports: Ports,
+    /// Deprecated in Linkerd in favour of `runtime.workers`, still honoured.
+    pub cores: Option<i64>,
+    pub runtime: Runtime,
+    pub resources: Resources,
+    pub uid: i64,
+    pub gid: i64,
+    pub security_context: Value,
+    pub wait_before_exit_seconds: i64,
+    pub r#await: bool,
+    pub require_identity_on_inbound_ports: String,
+    pub opaque_ports: String,
+    pub pod_inbound_ports: String,
+    pub shutdown_grace_period: String,
+    pub default_inbound_policy: String,
+    pub access_log: String,
+    pub native_sidecar: bool,
+    pub is_ingress: bool,
+    pub is_gateway: bool,
+    pub liveness_probe: Probe,
+    pub readiness_probe: Probe,
+    pub startup_probe: StartupProbe,
+    pub control: Control,
+    pub metrics: Metrics,
+    pub tracing: Tracing,
+    pub inbound: Value,
+    pub outbound: Value,
+    pub additional_env: Vec<Value>,
+    pub experimental_env: Vec<Value>,
+}
+
+fn http2_keepalive() -> Value {
+    serde_json::json!({"server": {"http2": {"keepAliveInterval": "10s", "keepAliveTimeout": "3s"}}})
+}
+
+impl Default for Proxy {
+    fn default() -> Self {
+        Self {
+            enable_external_profiles: false,
+            outbound_connect_timeout: "1000ms".into(),
+            inbound_connect_timeout: "100ms".into(),
+            outbound_discovery_cache_unused_timeout: "5s".into(),
+            inbound_discovery_cache_unused_timeout: "90s".into(),
+            disable_outbound_protocol_detect_timeout: false,
+            disable_inbound_protocol_detect_timeout: false,
+            image: Image {
+                name: "cr.l5d.io/linkerd/proxy".into(),
+                ..Image::default()
+            },
+            enable_shutdown_endpoint: false,
+            log_level: "warn,linkerd=info,hickory=error".into(),
+            log_format: "plain".into(),
+            log_http_headers: "off".into(),
+            ports: Ports::default(),
+            cores: None,
+            runtime: Runtime::default(),
+            resources: Resources::default(),
+            uid: 2102,
+            gid: -1,
+            security_context: Value::Object(Default::default()),
+            wait_before_exit_seconds: 0,
+            r#await: true,
+            require_identity_on_inbound_ports: String::new(),
+            opaque_ports: "25,587,3306,4444,5432,6379,9300,11211".into(),
+            pod_inbound_ports: String::new(),
+            shutdown_grace_period: String::new(),
+            default_inbound_policy: "all-unauthenticated".into(),
+            access_log: String::new(),
+            native_sidecar: true,
+            is_ingress: false,
+            is_gateway: false,
+            liveness_probe: Probe::new(10, 1),
+            readiness_probe: Probe::new(2, 1),
+            startup_probe: StartupProbe::default(),
+            control: Control::default(),
+            metrics: Metrics::default(),
+            tracing: Tracing::default(),
+            inbound: http2_keepalive(),
+            outbound: http2_keepalive(),
+            additional_env: Vec::new(),
+            experimental_env: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct XtMountPath {
+    pub name: String,
+    pub mount_path: String,
+}
+
+impl Default for XtMountPath {
+    fn default() -> Self {
+        Self {
+            name: "linkerd-proxy-init-xtables-lock".into(),
+            mount_path: "/run".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProxyInit {
+    pub iptables_mode: String,
+    #[serde(deserialize_with = "super::scalar::string_or_number")]
+    pub ignore_inbound_ports: String,
+    #[serde(deserialize_with = "super::scalar::string_or_number")]
+    pub ignore_outbound_ports: String,
+    pub skip_subnets: String,
+    pub log_level: String,
+    pub log_format: String,
+    pub close_wait_timeout_secs: i64,
+    pub privileged: bool,
+    pub run_as_root: bool,
+    pub run_as_user: i64,
+    pub run_as_group: i64,
+    pub xt_mount_path: XtMountPath,
+}
+
+impl Default for ProxyInit {
+    fn default() -> Self {
+        Self {
+            iptables_mode: "nft".into(),
+            ignore_inbound_ports: "4567,4568".into(),
+            ignore_outbound_ports: "4567,4568".into(),
+            skip_subnets: String::new(),
+            log_level: String::new(),
+            log_format: String::new(),
+            close_wait_timeout_secs: 0,
+            privileged: false,
+            run_as_root: false,
+            run_as_user: 65534,
+            run_as_group: 65534,
+            xt_mount_path: XtMountPath::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct NetworkValidator {
+    pub log_level: String,
+    pub log_format: String,
+    pub connect_addr: String,
+    pub listen_addr: String,
+    pub timeout: String,
+    pub security_context: Value,
+}
+
+impl Default for NetworkValidator {
+    fn default() -> Self {
+        Self {
+            log_level: "debug".into(),
+            log_format: "plain".into(),
+            connect_addr: String::new(),
+            listen_addr: String::new(),
+            timeout: "10s".into(),
+            security_context: serde_json::json!({
+                "allowPrivilegeEscalation": false,
+                "capabilities": {"drop": ["ALL"]},
+                "readOnlyRootFilesystem": true,
+                "runAsGroup": 65534,
+                "runAsNonRoot": true,
+                "runAsUser": 65534,
+                "seccompProfile": {"type": "RuntimeDefault"}
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct DebugContainer {
+    pub image: Image,
+}
+
+impl Default for DebugContainer {
+    fn default() -> Self {
+        Self {
+            image: Image {
+                name: "cr.l5d.io/linkerd/debug".into(),
+                ..Image::default()
+            },
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! The identity trust bundle: inline in the settings, or read from Linkerd's ConfigMap.
+
+use crate::cluster::{Cluster, Lookup, LookupError};
+use crate::settings::{Settings, TrustAnchorsSource};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+const BUNDLE_KEY: &str = "ca-bundle.crt";
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrustError {
+    #[error(
+        "could not read the trust anchors from ConfigMap {namespace}/{name}: {source} (usually transient; the API server will retry)"
+    )]
+    Lookup {
+        namespace: String,
+        name: String,
+        source: LookupError,
+    },
+    #[error("ConfigMap {namespace}/{name} has no non-empty data key \"{BUNDLE_KEY}\"")]
+    MissingKey { namespace: String, name: String },
+}
+
+/// The bundle's exact bytes, read only when a pod is being injected.
+pub fn trust_anchors(settings: &Settings, cluster: &dyn Cluster) -> Result<String, TrustError> {
+    let inline = &settings.identity_trust_anchors_pem;
+    let use_inline = match settings.policy.trust_anchors {
+        TrustAnchorsSource::Inline => true,
+        TrustAnchorsSource::ConfigMap => false,
+        TrustAnchorsSource::Auto => !inline.trim().is_empty(),
+    };
+    if use_inline {
+        return Ok(inline.clone());
+    }
+    let namespace = settings.policy.control_plane_namespace.clone();
+    let name = settings.policy.trust_anchors_config_map.clone();
+    let lookup = Lookup {
+        api_version: "v1",
+        kind: "ConfigMap",
+        name: name.clone(),
+        namespace: Some(namespace.clone()),
+        disable_cache: false,
+        field_masks: &["data"],
+    };
+    let cm = cluster.get(&lookup).map_err(|source| TrustError::Lookup {
+        namespace: namespace.clone(),
+        name: name.clone(),
+        source,
+    })?;
+    cm.get("data")
+        .and_then(|d| d.get(BUNDLE_KEY))
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_string)
+        .ok_or(TrustError::MissingKey { namespace, name })
+}
+
+/// Hex SHA-256 of the raw bundle, for `linkerd.io/trust-root-sha256`.
+pub fn sha256_hex(bundle: &str) -> String {
+    Sha256::digest(bundle.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -1,0 +1,108 @@
+//! The waPC payloads: decoding `validate` / `validate_settings` input and encoding the
+//! answers in the shapes of Kubewarden's SDK, deterministically (sorted maps).
+
+use crate::admit::{self, Request};
+use crate::cluster::Cluster;
+use crate::outcome::{Outcome, Verdict};
+use crate::settings::Settings;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The SDK's `ValidationResponse`, with a sorted map so output bytes are stable.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct ValidationResponse {
+    pub accepted: bool,
+    pub message: Option<String>,
+    pub code: Option<u16>,
+    pub mutated_object: Option<Value>,
+    pub audit_annotations: Option<BTreeMap<String, String>>,
+    pub warnings: Option<Vec<String>>,
+}
+
+/// The SDK's `SettingsValidationResponse`.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+pub struct SettingsValidationResponse {
+    pub valid: bool,
+    pub message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Payload {
+    request: Value,
+    #[serde(default)]
+    settings: Value,
+}
+
+/// Answers `validate_settings`.
+pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
+    let answer = match Settings::from_json_bytes(payload) {
+        Ok(_) => SettingsValidationResponse {
+            valid: true,
+            message: None,
+        },
+        Err(e) => SettingsValidationResponse {
+            valid: false,
+            message: Some(e.to_string()),
+        },
+    };
+    serde_json::to_vec(&answer).unwrap_or_default()
+}
+
+/// Answers `validate`: decode, run the core, encode. Never fails: a malformed payload is a
+/// rejection whose message names what is wrong.
+pub fn validate(payload: &[u8], cluster: &dyn Cluster) -> Vec<u8> {
+    let outcome = match decode(payload) {
+        Ok((request, settings)) => evaluate(&request, &settings, cluster),
+        Err(message) => Outcome::rejected(message),
+    };
+    encode(outcome)
+}
+
+fn decode(payload: &[u8]) -> Result<(Value, Settings), String> {
+    let payload: Payload = serde_json::from_slice(payload)
+        .map_err(|e| format!("validate payload: not a valid request: {e}"))?;
+    let settings = Settings::from_value(payload.settings).map_err(|e| e.to_string())?;
+    if !payload.request.is_object() {
+        return Err("request: must be an AdmissionRequest object".into());
+    }
+    Ok((payload.request, settings))
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn evaluate(request: &Value, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+    let object = request.get("object").unwrap_or(&Value::Null);
+    let req = Request {
+        kind: str_at(request, "/kind/kind"),
+        operation: str_at(request, "/operation"),
+        namespace: str_at(request, "/namespace"),
+        object,
+    };
+    if req.operation == "CREATE" && !object.is_object() && matches!(req.kind, "Pod" | "Service") {
+        return Outcome::rejected(format!(
+            "request.object: a {} CREATE must carry the object",
+            req.kind
+        ));
+    }
+    admit::admit(&req, settings, cluster)
+}
+
+pub fn encode(outcome: Outcome) -> Vec<u8> {
+    let (accepted, message) = match outcome.verdict {
+        Verdict::Rejected(m) => (false, Some(m)),
+        _ => (true, None),
+    };
+    let response = ValidationResponse {
+        accepted,
+        code: None,
+        message,
+        mutated_object: outcome.mutated,
+        audit_annotations: (!outcome.audit_annotations.is_empty())
+            .then_some(outcome.audit_annotations),
+        warnings: (!outcome.warnings.is_empty()).then_some(outcome.warnings),
+    };
+    serde_json::to_vec(&response).unwrap_or_default()
+}
