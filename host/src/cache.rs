@@ -26,7 +26,10 @@ pub enum Origin {
 
 impl<V: Clone> TtlCache<V> {
     pub fn new(ttl: Duration) -> Self {
-        Self { ttl, entries: Mutex::new(HashMap::new()) }
+        Self {
+            ttl,
+            entries: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn ttl(&self) -> Duration {
@@ -34,7 +37,11 @@ impl<V: Clone> TtlCache<V> {
     }
 
     /// Returns the cached value for `key`, or runs `fetch` (holding the lock) and caches an `Ok`.
-    pub fn get_or_fetch<E>(&self, key: &str, fetch: impl FnOnce() -> Result<V, E>) -> (Result<V, E>, Origin) {
+    pub fn get_or_fetch<E>(
+        &self,
+        key: &str,
+        fetch: impl FnOnce() -> Result<V, E>,
+    ) -> (Result<V, E>, Origin) {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         if let Some((at, value)) = entries.get(key)
@@ -52,7 +59,10 @@ impl<V: Clone> TtlCache<V> {
 
     /// Drops every entry.
     pub fn clear(&self) {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 }
 

@@ -13,7 +13,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::lookup::{
-    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest, LookupStats, Lookups,
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    LookupStats, Lookups,
 };
 use crate::metadata::ContextAwareResource;
 
@@ -71,7 +72,13 @@ impl HostContext {
         lookups: Lookups,
         logs: LogSink,
     ) -> Self {
-        Self { policy_id: policy_id.into(), allow_list, lookups, logs, log_records: AtomicU64::new(0) }
+        Self {
+            policy_id: policy_id.into(),
+            allow_list,
+            lookups,
+            logs,
+            log_records: AtomicU64::new(0),
+        }
     }
 
     pub fn allow_list(&self) -> &BTreeSet<ContextAwareResource> {
@@ -89,7 +96,10 @@ impl HostContext {
     /// Captured log records (empty unless the sink is [`LogSink::Capture`]).
     pub fn logs(&self) -> Vec<Value> {
         match &self.logs {
-            LogSink::Capture(records) => records.lock().unwrap_or_else(PoisonError::into_inner).clone(),
+            LogSink::Capture(records) => records
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
             _ => Vec::new(),
         }
     }
@@ -102,11 +112,20 @@ impl HostContext {
     /// The waPC host callback for instances of this context.
     pub fn callback(self: &Arc<Self>) -> Box<wapc::HostCallback> {
         let ctx = Arc::clone(self);
-        Box::new(move |_id, binding, namespace, operation, payload| ctx.dispatch(binding, namespace, operation, payload))
+        Box::new(move |_id, binding, namespace, operation, payload| {
+            ctx.dispatch(binding, namespace, operation, payload)
+        })
     }
 
-    fn check_access(&self, api_version: &str, kind: &str) -> Result<(), Box<dyn StdError + Send + Sync>> {
-        if self.allow_list.contains(&ContextAwareResource::new(api_version, kind)) {
+    fn check_access(
+        &self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(), Box<dyn StdError + Send + Sync>> {
+        if self
+            .allow_list
+            .contains(&ContextAwareResource::new(api_version, kind))
+        {
             Ok(())
         } else {
             Err(format!(
@@ -117,7 +136,13 @@ impl HostContext {
     }
 
     /// Handles one host call.
-    pub fn dispatch(&self, binding: &str, namespace: &str, operation: &str, payload: &[u8]) -> CallbackResult {
+    pub fn dispatch(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> CallbackResult {
         if binding != "kubewarden" {
             return Err(format!("unknown binding: {binding}").into());
         }
@@ -148,7 +173,9 @@ impl HostContext {
                 "list_resources_by_namespace" => {
                     let req: ListResourcesByNamespaceRequest = parse(payload)?;
                     self.check_access(&req.api_version, &req.kind)?;
-                    self.lookups.list_resources_by_namespace(&req).map_err(failure)
+                    self.lookups
+                        .list_resources_by_namespace(&req)
+                        .map_err(failure)
                 }
                 "list_resources_all" => {
                     let req: ListAllResourcesRequest = parse(payload)?;
@@ -172,7 +199,10 @@ impl HostContext {
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(payload).into_owned()));
         match &self.logs {
             LogSink::Stderr => eprintln!("{}", format_log(&self.policy_id, &record)),
-            LogSink::Capture(records) => records.lock().unwrap_or_else(PoisonError::into_inner).push(record),
+            LogSink::Capture(records) => records
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(record),
             LogSink::Discard => {}
         }
     }
@@ -183,10 +213,17 @@ pub fn format_log(policy_id: &str, record: &Value) -> String {
     let Some(map) = record.as_object() else {
         return format!("INFO policy={policy_id} {record}");
     };
-    let level = map.get("level").and_then(Value::as_str).unwrap_or("info").to_uppercase();
+    let level = map
+        .get("level")
+        .and_then(Value::as_str)
+        .unwrap_or("info")
+        .to_uppercase();
     let message = map.get("message").and_then(Value::as_str).unwrap_or("");
     let mut line = format!("{level} policy={policy_id} {message}");
-    for (k, v) in map.iter().filter(|(k, _)| !matches!(k.as_str(), "level" | "message")) {
+    for (k, v) in map
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "level" | "message"))
+    {
         match v {
             Value::String(s) => line.push_str(&format!(" {k}={s}")),
             other => line.push_str(&format!(" {k}={other}")),

@@ -69,7 +69,11 @@ pub enum CliError {
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "injector-host", version, about = "A small Kubewarden-compatible (waPC) policy engine")]
+#[command(
+    name = "injector-host",
+    version,
+    about = "A small Kubewarden-compatible (waPC) policy engine"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -169,8 +173,12 @@ pub struct RolloutArgs {
 fn read_settings(common: &CommonArgs) -> Result<Settings, CliError> {
     if let Some(path) = &common.settings_path {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| CliError::OpenSettings { path: p.clone(), source })?;
-        let value: Value = serde_yaml::from_str(&text).map_err(|source| CliError::ParseSettings { path: p, source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| CliError::OpenSettings {
+            path: p.clone(),
+            source,
+        })?;
+        let value: Value = serde_yaml::from_str(&text)
+            .map_err(|source| CliError::ParseSettings { path: p, source })?;
         Ok(Settings::from_value(&value)?)
     } else if let Some(json) = &common.settings_json {
         let value: Value = serde_json::from_str(json).map_err(CliError::ParseSettingsJson)?;
@@ -185,12 +193,21 @@ fn read_request(path: &str) -> Result<AdmissionRequest, CliError> {
         let mut buf = String::new();
         std::io::stdin()
             .read_to_string(&mut buf)
-            .map_err(|source| CliError::OpenRequest { path: path.into(), source })?;
+            .map_err(|source| CliError::OpenRequest {
+                path: path.into(),
+                source,
+            })?;
         buf
     } else {
-        std::fs::read_to_string(path).map_err(|source| CliError::OpenRequest { path: path.into(), source })?
+        std::fs::read_to_string(path).map_err(|source| CliError::OpenRequest {
+            path: path.into(),
+            source,
+        })?
     };
-    let doc: Value = serde_json::from_str(&text).map_err(|source| CliError::ParseRequest { path: path.into(), source })?;
+    let doc: Value = serde_json::from_str(&text).map_err(|source| CliError::ParseRequest {
+        path: path.into(),
+        source,
+    })?;
     Ok(AdmissionRequest::from_document(&doc)?)
 }
 
@@ -202,7 +219,11 @@ fn fault_plan(common: &CommonArgs) -> Result<FaultPlan, CliError> {
     Ok(plan)
 }
 
-fn metadata(common: &CommonArgs, policy: &Policy, fallback: Option<&Path>) -> Result<Option<PolicyMetadata>, CliError> {
+fn metadata(
+    common: &CommonArgs,
+    policy: &Policy,
+    fallback: Option<&Path>,
+) -> Result<Option<PolicyMetadata>, CliError> {
     if let Some(path) = &common.metadata_path {
         return Ok(Some(PolicyMetadata::from_file(path)?));
     }
@@ -216,12 +237,23 @@ fn metadata(common: &CommonArgs, policy: &Policy, fallback: Option<&Path>) -> Re
 }
 
 fn engine_config(common: &CommonArgs, default: Option<Duration>) -> EngineConfig {
-    let deadline = common.policy_timeout.map(Duration::from_secs_f64).or(default).filter(|d| !d.is_zero());
-    EngineConfig { deadline, epoch_tick: Duration::from_secs(1) }
+    let deadline = common
+        .policy_timeout
+        .map(Duration::from_secs_f64)
+        .or(default)
+        .filter(|d| !d.is_zero());
+    EngineConfig {
+        deadline,
+        epoch_tick: Duration::from_secs(1),
+    }
 }
 
 fn log_sink(common: &CommonArgs) -> LogSink {
-    if common.quiet_policy_logs { LogSink::Discard } else { LogSink::Stderr }
+    if common.quiet_policy_logs {
+        LogSink::Discard
+    } else {
+        LogSink::Stderr
+    }
 }
 
 /// `injector-host run`: returns the JSON line to print.
@@ -232,7 +264,10 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     let engine = Engine::new(engine_config(&args.common, None))?;
     let policy = engine.load_policy_file(&args.module)?;
     let md = metadata(&args.common, &policy, None)?;
-    let declared: BTreeSet<ContextAwareResource> = md.as_ref().map(|m| m.context_aware_resources.clone()).unwrap_or_default();
+    let declared: BTreeSet<ContextAwareResource> = md
+        .as_ref()
+        .map(|m| m.context_aware_resources.clone())
+        .unwrap_or_default();
     let allow_list = if args.allow_context_aware {
         if md.is_none() {
             eprintln!("Policy is not annotated, access to Kubernetes resources is not allowed");
@@ -240,8 +275,12 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         declared
     } else {
         if !declared.is_empty() {
-            eprintln!("Policy requires access to Kubernetes resources at evaluation time. During this execution the access to Kubernetes resources is denied. This can cause the policy to not behave properly");
-            eprintln!("Carefully review which types of Kubernetes resources the policy needs via the `inspect` command, then run the policy using the `--allow-context-aware` flag.");
+            eprintln!(
+                "Policy requires access to Kubernetes resources at evaluation time. During this execution the access to Kubernetes resources is denied. This can cause the policy to not behave properly"
+            );
+            eprintln!(
+                "Carefully review which types of Kubernetes resources the policy needs via the `inspect` command, then run the policy using the `--allow-context-aware` flag."
+            );
         }
         BTreeSet::new()
     };
@@ -254,11 +293,18 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         };
         LookupSource::Cluster(ClusterLookup::new(state, faults))
     };
-    let host = Arc::new(HostContext::new(policy.name(), allow_list, Lookups::new(source), log_sink(&args.common)));
+    let host = Arc::new(HostContext::new(
+        policy.name(),
+        allow_list,
+        Lookups::new(source),
+        log_sink(&args.common),
+    ));
     let mut instance = policy.instantiate(&host)?;
     let validation = instance.validate_settings(&settings);
     if !validation.valid {
-        return Err(CliError::InvalidSettings(validation.message.unwrap_or_default()));
+        return Err(CliError::InvalidSettings(
+            validation.message.unwrap_or_default(),
+        ));
     }
     let response = instance.validate(&request, &settings)?;
     if let LookupSource::Replay(session) = host.lookups().source() {
@@ -268,7 +314,10 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         }
     }
     if args.common.print_stats {
-        eprintln!("{}", serde_json::to_string(&host.stats()).map_err(|e| CliError::Output(e.to_string()))?);
+        eprintln!(
+            "{}",
+            serde_json::to_string(&host.stats()).map_err(|e| CliError::Output(e.to_string()))?
+        );
     }
     serde_json::to_string(&response).map_err(|e| CliError::Output(e.to_string()))
 }
@@ -299,7 +348,11 @@ pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
         None => Workload::default_nginx(args.replicas),
     };
     let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, faults)));
-    let sink = if args.common.quiet_policy_logs { LogSink::Discard } else { LogSink::Stderr };
+    let sink = if args.common.quiet_policy_logs {
+        LogSink::Discard
+    } else {
+        LogSink::Stderr
+    };
     let host = Arc::new(HostContext::new(policy.name(), allow_list, lookups, sink));
     let opts = RolloutOptions {
         replicas: args.replicas,

@@ -26,19 +26,30 @@ pub enum ContextError {
         source: serde_yaml::Error,
     },
     #[error("{origin}: object #{index} is not a Kubernetes object: {problem}")]
-    Object { origin: String, index: usize, problem: String },
+    Object {
+        origin: String,
+        index: usize,
+        problem: String,
+    },
 }
 
 /// Why a lookup failed. The texts are policy-server's (`callback_handler/kubernetes/client.rs`).
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum LookupError {
     #[error("Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'")]
-    NotFound { api_version: String, kind: String, name: String, namespace: Option<String> },
+    NotFound {
+        api_version: String,
+        kind: String,
+        name: String,
+        namespace: Option<String>,
+    },
     #[error("Resource {api_version}/{kind} is namespaced, but no namespace was provided")]
     NamespaceRequired { api_version: String, kind: String },
     #[error("Cannot find resource {api_version}/{kind}")]
     UnknownResource { api_version: String, kind: String },
-    #[error("resource {api_version}/{kind} is cluster wide. Cannot search for it inside of a namespace")]
+    #[error(
+        "resource {api_version}/{kind} is cluster wide. Cannot search for it inside of a namespace"
+    )]
     ClusterWideList { api_version: String, kind: String },
     #[error("{0}")]
     Selector(#[from] SelectorError),
@@ -64,11 +75,23 @@ fn builtin_scope(api_version: &str, kind: &str) -> Option<Scope> {
         ("v1", "Namespace" | "Node" | "PersistentVolume" | "ComponentStatus") => Cluster,
         (
             "v1",
-            "Pod" | "Service" | "ConfigMap" | "Secret" | "ServiceAccount" | "Endpoints" | "Event"
-            | "PersistentVolumeClaim" | "ReplicationController" | "LimitRange" | "ResourceQuota"
+            "Pod"
+            | "Service"
+            | "ConfigMap"
+            | "Secret"
+            | "ServiceAccount"
+            | "Endpoints"
+            | "Event"
+            | "PersistentVolumeClaim"
+            | "ReplicationController"
+            | "LimitRange"
+            | "ResourceQuota"
             | "PodTemplate",
         ) => Namespaced,
-        ("apps/v1", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "ControllerRevision") => Namespaced,
+        (
+            "apps/v1",
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "ControllerRevision",
+        ) => Namespaced,
         ("batch/v1", "Job" | "CronJob") => Namespaced,
         ("networking.k8s.io/v1", "Ingress" | "NetworkPolicy") => Namespaced,
         ("networking.k8s.io/v1", "IngressClass") => Cluster,
@@ -78,9 +101,14 @@ fn builtin_scope(api_version: &str, kind: &str) -> Option<Scope> {
         ("autoscaling/v1" | "autoscaling/v2", "HorizontalPodAutoscaler") => Namespaced,
         ("coordination.k8s.io/v1", "Lease") => Namespaced,
         ("discovery.k8s.io/v1", "EndpointSlice") => Namespaced,
-        ("storage.k8s.io/v1", "StorageClass" | "CSIDriver" | "CSINode" | "VolumeAttachment") => Cluster,
+        ("storage.k8s.io/v1", "StorageClass" | "CSIDriver" | "CSINode" | "VolumeAttachment") => {
+            Cluster
+        }
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => Cluster,
-        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration") => Cluster,
+        (
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => Cluster,
         ("scheduling.k8s.io/v1", "PriorityClass") => Cluster,
         ("node.k8s.io/v1", "RuntimeClass") => Cluster,
         ("authorization.k8s.io/v1", "SubjectAccessReview") => Cluster,
@@ -110,8 +138,10 @@ impl ClusterState {
 
     /// Reads a context file: YAML (several documents) or JSON, objects or `List`s.
     pub fn from_file(path: &Path) -> Result<Self, ContextError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ContextError::Read { path: path.to_owned(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ContextError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
         let mut state = Self::new();
         state.load_str(&text, path)?;
         Ok(state)
@@ -121,8 +151,11 @@ impl ClusterState {
     pub fn load_str(&mut self, text: &str, origin: &Path) -> Result<usize, ContextError> {
         let mut docs = Vec::new();
         for (index, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
-            let doc = Value::deserialize(de)
-                .map_err(|source| ContextError::Yaml { path: origin.to_owned(), index, source })?;
+            let doc = Value::deserialize(de).map_err(|source| ContextError::Yaml {
+                path: origin.to_owned(),
+                index,
+                source,
+            })?;
             docs.push(doc);
         }
         let mut objects = Vec::new();
@@ -158,7 +191,15 @@ impl ClusterState {
             }
             _ => {}
         }
-        self.objects.insert(ObjectKey { api_version, kind, namespace, name }, object);
+        self.objects.insert(
+            ObjectKey {
+                api_version,
+                kind,
+                namespace,
+                name,
+            },
+            object,
+        );
         Ok(())
     }
 
@@ -176,16 +217,30 @@ impl ClusterState {
             self.objects
                 .keys()
                 .find(|k| k.api_version == api_version && k.kind == kind)
-                .map(|k| if k.namespace.is_some() { Scope::Namespaced } else { Scope::Cluster })
+                .map(|k| {
+                    if k.namespace.is_some() {
+                        Scope::Namespaced
+                    } else {
+                        Scope::Cluster
+                    }
+                })
         })
     }
 
     /// `GET` of one object, with policy-server's errors.
-    pub fn get(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> Result<&Value, LookupError> {
-        let scope = self.scope(api_version, kind).ok_or_else(|| LookupError::UnknownResource {
-            api_version: api_version.into(),
-            kind: kind.into(),
-        })?;
+    pub fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> Result<&Value, LookupError> {
+        let scope = self
+            .scope(api_version, kind)
+            .ok_or_else(|| LookupError::UnknownResource {
+                api_version: api_version.into(),
+                kind: kind.into(),
+            })?;
         let key_ns = match scope {
             Scope::Cluster => None,
             Scope::Namespaced => Some(namespace.ok_or_else(|| LookupError::NamespaceRequired {
@@ -199,11 +254,19 @@ impl ClusterState {
             namespace: key_ns.map(str::to_owned),
             name: name.into(),
         };
-        self.objects.get(&key).ok_or_else(|| self.not_found(api_version, kind, name, namespace))
+        self.objects
+            .get(&key)
+            .ok_or_else(|| self.not_found(api_version, kind, name, namespace))
     }
 
     /// The policy-server "not found" error for this lookup.
-    pub fn not_found(&self, api_version: &str, kind: &str, name: &str, namespace: Option<&str>) -> LookupError {
+    pub fn not_found(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+    ) -> LookupError {
         LookupError::NotFound {
             api_version: api_version.into(),
             kind: kind.into(),
@@ -221,12 +284,17 @@ impl ClusterState {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
     ) -> Result<Vec<&Value>, LookupError> {
-        let scope = self.scope(api_version, kind).ok_or_else(|| LookupError::UnknownResource {
-            api_version: api_version.into(),
-            kind: kind.into(),
-        })?;
+        let scope = self
+            .scope(api_version, kind)
+            .ok_or_else(|| LookupError::UnknownResource {
+                api_version: api_version.into(),
+                kind: kind.into(),
+            })?;
         if namespace.is_some() && scope == Scope::Cluster {
-            return Err(LookupError::ClusterWideList { api_version: api_version.into(), kind: kind.into() });
+            return Err(LookupError::ClusterWideList {
+                api_version: api_version.into(),
+                kind: kind.into(),
+            });
         }
         let labels = LabelSelector::parse(label_selector.unwrap_or(""))?;
         let fields = FieldSelector::parse(field_selector.unwrap_or(""))?;
@@ -252,7 +320,10 @@ fn flatten(doc: Value, out: &mut Vec<Value>) {
         Value::Null => {}
         Value::Array(items) => items.into_iter().for_each(|i| flatten(i, out)),
         Value::Object(ref map)
-            if map.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
+            if map
+                .get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.ends_with("List"))
                 && map.get("items").is_some_and(Value::is_array) =>
         {
             if let Some(Value::Array(items)) = doc.get("items").cloned() {
@@ -291,10 +362,15 @@ items:
         let mut s = ClusterState::new();
         assert_eq!(s.load_str(YAML, Path::new("t.yaml")).unwrap(), 3);
         assert!(s.get("v1", "Namespace", "emojivoto", None).is_ok());
-        assert!(s.get("v1", "Namespace", "emojivoto", Some("whatever")).is_ok());
+        assert!(
+            s.get("v1", "Namespace", "emojivoto", Some("whatever"))
+                .is_ok()
+        );
         assert!(s.get("v1", "ConfigMap", "cm", Some("default")).is_ok());
         assert_eq!(
-            s.get("apps/v1", "ReplicaSet", "web-2", Some("emojivoto")).unwrap_err().to_string(),
+            s.get("apps/v1", "ReplicaSet", "web-2", Some("emojivoto"))
+                .unwrap_err()
+                .to_string(),
             r#"Cannot find apps/v1/ReplicaSet named 'web-2' inside of namespace 'Some("emojivoto")'"#
         );
         assert_eq!(
@@ -302,24 +378,59 @@ items:
             "Cannot find v1/Namespace named 'x' inside of namespace 'None'"
         );
         assert_eq!(
-            s.get("apps/v1", "ReplicaSet", "web-1", None).unwrap_err().to_string(),
+            s.get("apps/v1", "ReplicaSet", "web-1", None)
+                .unwrap_err()
+                .to_string(),
             "Resource apps/v1/ReplicaSet is namespaced, but no namespace was provided"
         );
         assert_eq!(
-            s.get("example.com/v1", "Thing", "x", None).unwrap_err().to_string(),
+            s.get("example.com/v1", "Thing", "x", None)
+                .unwrap_err()
+                .to_string(),
             "Cannot find resource example.com/v1/Thing"
         );
-        assert_eq!(s.list("apps/v1", "ReplicaSet", Some("emojivoto"), Some("app=web"), None).unwrap().len(), 1);
-        assert_eq!(s.list("apps/v1", "ReplicaSet", None, Some("app=db"), None).unwrap().len(), 0);
-        assert!(matches!(s.list("v1", "Namespace", Some("x"), None, None), Err(LookupError::ClusterWideList { .. })));
+        assert_eq!(
+            s.list(
+                "apps/v1",
+                "ReplicaSet",
+                Some("emojivoto"),
+                Some("app=web"),
+                None
+            )
+            .unwrap()
+            .len(),
+            1
+        );
+        assert_eq!(
+            s.list("apps/v1", "ReplicaSet", None, Some("app=db"), None)
+                .unwrap()
+                .len(),
+            0
+        );
+        assert!(matches!(
+            s.list("v1", "Namespace", Some("x"), None, None),
+            Err(LookupError::ClusterWideList { .. })
+        ));
     }
 
     #[test]
     fn json_and_bad_objects() {
         let mut s = ClusterState::new();
-        s.load_str(r#"[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"}}]"#, Path::new("x.json")).unwrap();
+        s.load_str(
+            r#"[{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"}}]"#,
+            Path::new("x.json"),
+        )
+        .unwrap();
         assert_eq!(s.len(), 1);
-        let err = s.load_str("kind: Namespace\nmetadata: {name: a}\n", Path::new("bad.yaml")).unwrap_err();
-        assert_eq!(err.to_string(), "bad.yaml: object #0 is not a Kubernetes object: missing apiVersion");
+        let err = s
+            .load_str(
+                "kind: Namespace\nmetadata: {name: a}\n",
+                Path::new("bad.yaml"),
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bad.yaml: object #0 is not a Kubernetes object: missing apiVersion"
+        );
     }
 }

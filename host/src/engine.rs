@@ -22,7 +22,9 @@ use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeE
 use crate::callback::HostContext;
 use crate::metadata::{MetadataError, PolicyMetadata};
 use crate::request::{AdmissionRequest, Settings};
-use crate::response::{AdmissionResponse, DEADLINE_MESSAGE, SettingsValidationResponse, ValidationResponse};
+use crate::response::{
+    AdmissionResponse, DEADLINE_MESSAGE, SettingsValidationResponse, ValidationResponse,
+};
 
 /// The error text wasmtime-provider gives an interrupted guest call.
 pub const EPOCH_INTERRUPTION_ERROR: &str = "guest code interrupted, execution deadline exceeded";
@@ -67,23 +69,33 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     /// policy-server's defaults: 2 s deadline, 1 s ticks.
     fn default() -> Self {
-        Self { deadline: Some(Duration::from_secs(2)), epoch_tick: Duration::from_secs(1) }
+        Self {
+            deadline: Some(Duration::from_secs(2)),
+            epoch_tick: Duration::from_secs(1),
+        }
     }
 }
 
 impl EngineConfig {
     /// No deadline at all (`kwctl run`).
     pub fn without_deadline() -> Self {
-        Self { deadline: None, ..Self::default() }
+        Self {
+            deadline: None,
+            ..Self::default()
+        }
     }
 
     pub fn with_deadline(deadline: Duration, epoch_tick: Duration) -> Self {
-        Self { deadline: Some(deadline), epoch_tick }
+        Self {
+            deadline: Some(deadline),
+            epoch_tick,
+        }
     }
 
     fn ticks(&self) -> Option<u64> {
         let tick = self.epoch_tick.as_nanos().max(1);
-        self.deadline.map(|d| (d.as_nanos().div_ceil(tick)).max(1) as u64)
+        self.deadline
+            .map(|d| (d.as_nanos().div_ceil(tick)).max(1) as u64)
     }
 }
 
@@ -111,7 +123,9 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("config", &self.config).finish()
+        f.debug_struct("Engine")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -121,7 +135,8 @@ impl Engine {
         if config.deadline.is_some() {
             wt_config.epoch_interruption(true);
         }
-        let wasmtime = wasmtime::Engine::new(&wt_config).map_err(|e| EngineError::Wasmtime(e.to_string()))?;
+        let wasmtime =
+            wasmtime::Engine::new(&wt_config).map_err(|e| EngineError::Wasmtime(e.to_string()))?;
         let ticker = if config.deadline.is_some() {
             let (stop, rx) = mpsc::channel::<()>();
             let engine = wasmtime.clone();
@@ -134,11 +149,18 @@ impl Engine {
                     }
                 })
                 .map_err(EngineError::Ticker)?;
-            Some(Ticker { stop: Some(stop), thread: Some(thread) })
+            Some(Ticker {
+                stop: Some(stop),
+                thread: Some(thread),
+            })
         } else {
             None
         };
-        Ok(Self { wasmtime, config, _ticker: ticker })
+        Ok(Self {
+            wasmtime,
+            config,
+            _ticker: ticker,
+        })
     }
 
     pub fn config(&self) -> EngineConfig {
@@ -148,21 +170,39 @@ impl Engine {
     /// Compiles a module (binary or WAT text) and pre-instantiates it.
     pub fn load_policy(&self, name: &str, bytes: &[u8]) -> Result<Policy, EngineError> {
         let metadata = PolicyMetadata::from_module(bytes)?;
-        let module = wasmtime::Module::new(&self.wasmtime, bytes)
-            .map_err(|e| EngineError::Compile { name: name.into(), message: format!("{e:#}") })?;
-        let deadlines = self.config.ticks().map(|n| EpochDeadlines { wapc_init: n, wapc_func: n });
-        let mut builder = WasmtimeEngineProviderBuilder::new().engine(self.wasmtime.clone()).module(module);
+        let module =
+            wasmtime::Module::new(&self.wasmtime, bytes).map_err(|e| EngineError::Compile {
+                name: name.into(),
+                message: format!("{e:#}"),
+            })?;
+        let deadlines = self.config.ticks().map(|n| EpochDeadlines {
+            wapc_init: n,
+            wapc_func: n,
+        });
+        let mut builder = WasmtimeEngineProviderBuilder::new()
+            .engine(self.wasmtime.clone())
+            .module(module);
         if let Some(d) = deadlines {
             builder = builder.enable_epoch_interruptions(d);
         }
-        let pre = builder.build_pre().map_err(|e| EngineError::Prepare { name: name.into(), message: e.to_string() })?;
-        Ok(Policy { name: name.to_owned(), pre, deadlines, metadata })
+        let pre = builder.build_pre().map_err(|e| EngineError::Prepare {
+            name: name.into(),
+            message: e.to_string(),
+        })?;
+        Ok(Policy {
+            name: name.to_owned(),
+            pre,
+            deadlines,
+            metadata,
+        })
     }
 
     /// Reads and compiles a module file.
     pub fn load_policy_file(&self, path: &Path) -> Result<Policy, EngineError> {
-        let bytes = std::fs::read(path)
-            .map_err(|source| EngineError::ReadModule { path: path.display().to_string(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| EngineError::ReadModule {
+            path: path.display().to_string(),
+            source,
+        })?;
         self.load_policy(&path.display().to_string(), &bytes)
     }
 }
@@ -178,7 +218,10 @@ pub struct Policy {
 
 impl std::fmt::Debug for Policy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Policy").field("name", &self.name).field("metadata", &self.metadata).finish()
+        f.debug_struct("Policy")
+            .field("name", &self.name)
+            .field("metadata", &self.metadata)
+            .finish()
     }
 }
 
@@ -195,16 +238,27 @@ impl Policy {
     /// A fresh instance (runs `wapc_init`) whose host calls go to `host`.
     pub fn instantiate(&self, host: &Arc<HostContext>) -> Result<Instance, EngineError> {
         let wapc = self.new_wapc_host(host)?;
-        Ok(Instance { policy: self.clone(), host: Arc::clone(host), wapc })
+        Ok(Instance {
+            policy: self.clone(),
+            host: Arc::clone(host),
+            wapc,
+        })
     }
 
     fn new_wapc_host(&self, host: &Arc<HostContext>) -> Result<wapc::WapcHost, EngineError> {
-        let provider = self
-            .pre
-            .rehydrate(self.deadlines)
-            .map_err(|e| EngineError::Instantiate { name: self.name.clone(), message: e.to_string() })?;
-        wapc::WapcHost::new(Box::new(provider), Some(host.callback()))
-            .map_err(|e| EngineError::Instantiate { name: self.name.clone(), message: e.to_string() })
+        let provider =
+            self.pre
+                .rehydrate(self.deadlines)
+                .map_err(|e| EngineError::Instantiate {
+                    name: self.name.clone(),
+                    message: e.to_string(),
+                })?;
+        wapc::WapcHost::new(Box::new(provider), Some(host.callback())).map_err(|e| {
+            EngineError::Instantiate {
+                name: self.name.clone(),
+                message: e.to_string(),
+            }
+        })
     }
 
     /// Instantiates afresh, validates nothing, and runs `validate` once (policy-server's path
@@ -241,28 +295,41 @@ impl Instance {
 
     /// `protocol_version` → e.g. `"v1"`.
     pub fn protocol_version(&self) -> Result<String, EngineError> {
-        let out = self.call("protocol_version", &[]).map_err(|e| EngineError::ProtocolVersion(e.to_string()))?;
-        serde_json::from_slice::<String>(&out).map_err(|_| EngineError::BadProtocolVersion(String::from_utf8_lossy(&out).into_owned()))
+        let out = self
+            .call("protocol_version", &[])
+            .map_err(|e| EngineError::ProtocolVersion(e.to_string()))?;
+        serde_json::from_slice::<String>(&out).map_err(|_| {
+            EngineError::BadProtocolVersion(String::from_utf8_lossy(&out).into_owned())
+        })
     }
 
     /// `validate_settings`; failures become `valid: false` like policy-evaluator.
     pub fn validate_settings(&mut self, settings: &Settings) -> SettingsValidationResponse {
         let payload = match serde_json::to_vec(settings) {
             Ok(p) => p,
-            Err(e) => return SettingsValidationResponse { valid: false, message: Some(format!("error: {e:?}")) },
+            Err(e) => {
+                return SettingsValidationResponse {
+                    valid: false,
+                    message: Some(format!("error: {e:?}")),
+                };
+            }
         };
         match self.call("validate_settings", &payload) {
-            Ok(out) => serde_json::from_slice(&out).unwrap_or_else(|e| SettingsValidationResponse {
-                valid: false,
-                message: Some(format!("error: invalid response from policy: {e}")),
-            }),
+            Ok(out) => {
+                serde_json::from_slice(&out).unwrap_or_else(|e| SettingsValidationResponse {
+                    valid: false,
+                    message: Some(format!("error: invalid response from policy: {e}")),
+                })
+            }
             Err(err) => {
                 if err.to_string().contains(EPOCH_INTERRUPTION_ERROR) {
                     let _ = self.reset();
                 }
                 SettingsValidationResponse {
                     valid: false,
-                    message: Some(format!("Error invoking settings validation callback: {err:?}")),
+                    message: Some(format!(
+                        "Error invoking settings validation callback: {err:?}"
+                    )),
                 }
             }
         }
@@ -271,17 +338,31 @@ impl Instance {
     /// `validate`: builds `{"request", "settings"}`, turns the answer into an AdmissionResponse.
     /// Only host-side failures (serialising the request, rebuilding after an interruption) are
     /// `Err`; everything the guest does ends in a response.
-    pub fn validate(&mut self, request: &AdmissionRequest, settings: &Settings) -> Result<AdmissionResponse, EngineError> {
+    pub fn validate(
+        &mut self,
+        request: &AdmissionRequest,
+        settings: &Settings,
+    ) -> Result<AdmissionResponse, EngineError> {
         let uid = request.uid.as_str();
-        let payload =
-            serde_json::to_vec(&json!({"request": request, "settings": settings})).map_err(EngineError::Serialize)?;
+        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
+            .map_err(EngineError::Serialize)?;
         match self.call("validate", &payload) {
             Ok(out) => Ok(match serde_json::from_slice::<ValidationResponse>(&out) {
-                Ok(resp) => AdmissionResponse::from_validation_response(uid, request.object.as_ref(), &resp)
-                    .unwrap_or_else(|e| {
-                        AdmissionResponse::reject_internal_server_error(uid, format!("invalid response format: cannot deserialize JSONPatch: {e}"))
-                    }),
-                Err(e) => AdmissionResponse::reject_internal_server_error(uid, format!("invalid response from policy: {e}")),
+                Ok(resp) => {
+                    AdmissionResponse::from_validation_response(uid, request.object.as_ref(), &resp)
+                        .unwrap_or_else(|e| {
+                            AdmissionResponse::reject_internal_server_error(
+                                uid,
+                                format!(
+                                    "invalid response format: cannot deserialize JSONPatch: {e}"
+                                ),
+                            )
+                        })
+                }
+                Err(e) => AdmissionResponse::reject_internal_server_error(
+                    uid,
+                    format!("invalid response from policy: {e}"),
+                ),
             }),
             Err(err) if err.to_string().contains(EPOCH_INTERRUPTION_ERROR) => {
                 self.reset()?;

@@ -16,7 +16,9 @@ use thiserror::Error;
 pub enum FaultParseError {
     #[error("fault rule {0:?}: expected TARGET=EFFECT")]
     Syntax(String),
-    #[error("fault rule {rule:?}: unknown effect {effect:?} (expected error[:MESSAGE], notfound, malformed, latency:MILLIS or fail-first:N)")]
+    #[error(
+        "fault rule {rule:?}: unknown effect {effect:?} (expected error[:MESSAGE], notfound, malformed, latency:MILLIS or fail-first:N)"
+    )]
     Effect { rule: String, effect: String },
     #[error("fault rule {rule:?}: {what} is not a number")]
     Number { rule: String, what: String },
@@ -51,7 +53,10 @@ impl Target {
     fn matches(&self, kind: &str, namespace: Option<&str>, name: Option<&str>) -> bool {
         self.kind.as_deref().is_none_or(|k| k == kind)
             && self.name.as_deref().is_none_or(|n| Some(n) == name)
-            && self.namespace.as_deref().is_none_or(|n| Some(n) == namespace)
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|n| Some(n) == namespace)
     }
 }
 
@@ -65,19 +70,30 @@ pub struct FaultRule {
 
 impl FaultRule {
     pub fn new(target: Target, fault: Fault) -> Self {
-        Self { target, fault, hits: Arc::new(AtomicU64::new(0)) }
+        Self {
+            target,
+            fault,
+            hits: Arc::new(AtomicU64::new(0)),
+        }
     }
 
     pub fn parse(rule: &str) -> Result<Self, FaultParseError> {
-        let (target, effect) = rule.split_once('=').ok_or_else(|| FaultParseError::Syntax(rule.into()))?;
+        let (target, effect) = rule
+            .split_once('=')
+            .ok_or_else(|| FaultParseError::Syntax(rule.into()))?;
         let target = target.trim();
         let parts: Vec<&str> = target.split('/').collect();
         let target = match parts.as_slice() {
             ["*"] => Target::default(),
-            [kind] if !kind.is_empty() => Target { kind: Some((*kind).into()), ..Default::default() },
-            [kind, name] if !kind.is_empty() && !name.is_empty() => {
-                Target { kind: Some((*kind).into()), name: Some((*name).into()), namespace: None }
-            }
+            [kind] if !kind.is_empty() => Target {
+                kind: Some((*kind).into()),
+                ..Default::default()
+            },
+            [kind, name] if !kind.is_empty() && !name.is_empty() => Target {
+                kind: Some((*kind).into()),
+                name: Some((*name).into()),
+                namespace: None,
+            },
             [kind, ns, name] if !kind.is_empty() && !ns.is_empty() && !name.is_empty() => Target {
                 kind: Some((*kind).into()),
                 namespace: Some((*ns).into()),
@@ -91,7 +107,10 @@ impl FaultRule {
         };
         let number = |what: &str| -> Result<u64, FaultParseError> {
             arg.and_then(|a| a.trim().parse().ok())
-                .ok_or_else(|| FaultParseError::Number { rule: rule.into(), what: what.into() })
+                .ok_or_else(|| FaultParseError::Number {
+                    rule: rule.into(),
+                    what: what.into(),
+                })
         };
         let fault = match name {
             "error" => Fault::Error(arg.map(str::to_owned)),
@@ -99,7 +118,12 @@ impl FaultRule {
             "malformed" => Fault::Malformed,
             "latency" => Fault::Latency(Duration::from_millis(number("latency")?)),
             "fail-first" => Fault::FailFirst(number("fail-first count")?),
-            _ => return Err(FaultParseError::Effect { rule: rule.into(), effect: effect.into() }),
+            _ => {
+                return Err(FaultParseError::Effect {
+                    rule: rule.into(),
+                    effect: effect.into(),
+                });
+            }
         };
         Ok(Self::new(target, fault))
     }
@@ -144,12 +168,19 @@ impl FaultPlan {
     pub fn apply(&self, kind: &str, namespace: Option<&str>, name: Option<&str>) -> Verdict {
         let mut delay = self.lookup_latency;
         let mut verdict = Verdict::Proceed;
-        for rule in self.rules.iter().filter(|r| r.target.matches(kind, namespace, name)) {
+        for rule in self
+            .rules
+            .iter()
+            .filter(|r| r.target.matches(kind, namespace, name))
+        {
             match &rule.fault {
                 Fault::Latency(d) => delay += *d,
                 _ if verdict != Verdict::Proceed => {}
                 Fault::Error(msg) => {
-                    verdict = Verdict::Error(msg.clone().unwrap_or_else(|| default_error(kind, namespace, name)))
+                    verdict = Verdict::Error(
+                        msg.clone()
+                            .unwrap_or_else(|| default_error(kind, namespace, name)),
+                    )
                 }
                 Fault::NotFound => verdict = Verdict::NotFound,
                 Fault::Malformed => verdict = Verdict::Malformed,
@@ -192,7 +223,10 @@ mod tests {
         let r = FaultRule::parse("ReplicaSet/ns/web=latency:25").unwrap();
         assert_eq!(r.fault, Fault::Latency(Duration::from_millis(25)));
         assert_eq!(r.target.namespace.as_deref(), Some("ns"));
-        assert_eq!(FaultRule::parse("*=error:boom").unwrap().fault, Fault::Error(Some("boom".into())));
+        assert_eq!(
+            FaultRule::parse("*=error:boom").unwrap().fault,
+            Fault::Error(Some("boom".into()))
+        );
         assert!(FaultRule::parse("ReplicaSet").is_err());
         assert!(FaultRule::parse("ReplicaSet=explode").is_err());
         assert!(FaultRule::parse("ReplicaSet=latency:x").is_err());
@@ -204,7 +238,10 @@ mod tests {
         let plan = FaultPlan::new()
             .with_rule(FaultRule::parse("Job=fail-first:1").unwrap())
             .with_rule(FaultRule::parse("Namespace/x=notfound").unwrap());
-        assert!(matches!(plan.apply("Job", Some("a"), Some("j")), Verdict::Error(_)));
+        assert!(matches!(
+            plan.apply("Job", Some("a"), Some("j")),
+            Verdict::Error(_)
+        ));
         assert_eq!(plan.apply("Job", Some("a"), Some("j")), Verdict::Proceed);
         assert_eq!(plan.apply("Namespace", None, Some("x")), Verdict::NotFound);
         assert_eq!(plan.apply("Namespace", None, Some("y")), Verdict::Proceed);

@@ -154,7 +154,9 @@ impl ClusterLookup {
         let verdict = self.faults.apply(&r.kind, ns, Some(&r.name));
         let state = self.state();
         match verdict {
-            Verdict::Proceed => state.get(&r.api_version, &r.kind, &r.name, ns).map(|v| Arc::new(v.clone())),
+            Verdict::Proceed => state
+                .get(&r.api_version, &r.kind, &r.name, ns)
+                .map(|v| Arc::new(v.clone())),
             Verdict::Error(m) => Err(LookupError::Injected(m)),
             Verdict::NotFound => Err(state.not_found(&r.api_version, &r.kind, &r.name, ns)),
             Verdict::Malformed => {
@@ -163,7 +165,9 @@ impl ClusterLookup {
                     .ok()
                     .and_then(|v| serde_json::to_vec(v).ok())
                     .unwrap_or_else(|| br#"{"apiVersion":"#.to_vec());
-                Err(LookupError::Malformed(full[..full.len().div_ceil(2)].to_vec()))
+                Err(LookupError::Malformed(
+                    full[..full.len().div_ceil(2)].to_vec(),
+                ))
             }
         }
     }
@@ -180,7 +184,12 @@ impl ClusterLookup {
         match self.faults.apply(kind, namespace, None) {
             Verdict::Proceed => {}
             Verdict::Error(m) => return Err(LookupError::Injected(m)),
-            Verdict::NotFound => return Err(LookupError::UnknownResource { api_version: api_version.into(), kind: kind.into() }),
+            Verdict::NotFound => {
+                return Err(LookupError::UnknownResource {
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                });
+            }
             Verdict::Malformed => return Err(LookupError::Malformed(br#"{"items":[{"#.to_vec())),
         }
         let state = self.state();
@@ -205,7 +214,11 @@ impl ClusterLookup {
     }
 
     fn fetch_access_review(&self, sar: &SubjectAccessReview) -> Result<Arc<Value>, LookupError> {
-        match self.faults.apply("SubjectAccessReview", sar.resource_attributes.namespace.as_deref(), None) {
+        match self.faults.apply(
+            "SubjectAccessReview",
+            sar.resource_attributes.namespace.as_deref(),
+            None,
+        ) {
             Verdict::Proceed => {}
             Verdict::Error(m) => return Err(LookupError::Injected(m)),
             Verdict::NotFound => {
@@ -231,8 +244,15 @@ impl ClusterLookup {
 fn access_review_matches(object: &Value, sar: &SubjectAccessReview) -> bool {
     let spec = object.get("spec").unwrap_or(&Value::Null);
     let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-    let groups = |v: Option<&Vec<String>>| v.cloned().unwrap_or_default().into_iter().collect::<BTreeSet<_>>();
-    let spec_groups: Option<Vec<String>> = spec.get("groups").and_then(|g| serde_json::from_value(g.clone()).ok());
+    let groups = |v: Option<&Vec<String>>| {
+        v.cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+    };
+    let spec_groups: Option<Vec<String>> = spec
+        .get("groups")
+        .and_then(|g| serde_json::from_value(g.clone()).ok());
     let attrs = spec.get("resourceAttributes").unwrap_or(&Value::Null);
     let a = &sar.resource_attributes;
     let o = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -263,12 +283,18 @@ pub struct Lookups {
 
 impl Lookups {
     pub fn new(source: LookupSource) -> Self {
-        Self { source, stats: Mutex::new(LookupStats::default()) }
+        Self {
+            source,
+            stats: Mutex::new(LookupStats::default()),
+        }
     }
 
     /// No cluster objects at all.
     pub fn empty() -> Self {
-        Self::new(LookupSource::Cluster(ClusterLookup::new(ClusterState::new(), FaultPlan::new())))
+        Self::new(LookupSource::Cluster(ClusterLookup::new(
+            ClusterState::new(),
+            FaultPlan::new(),
+        )))
     }
 
     pub fn source(&self) -> &LookupSource {
@@ -276,21 +302,34 @@ impl Lookups {
     }
 
     pub fn stats(&self) -> LookupStats {
-        self.stats.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn record(&self, resource: String, origin: Origin, failed: bool) {
-        self.stats.lock().unwrap_or_else(PoisonError::into_inner).record(resource, origin, failed);
+        self.stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(resource, origin, failed);
     }
 
     fn record_list(&self) {
-        self.stats.lock().unwrap_or_else(PoisonError::into_inner).lists += 1;
+        self.stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .lists += 1;
     }
 
     /// Adds or replaces an object of the cluster state (no-op error for a replay source).
     pub fn insert_object(&self, object: Value) -> Result<(), String> {
         match &self.source {
-            LookupSource::Cluster(c) => c.state.write().unwrap_or_else(PoisonError::into_inner).insert(object),
+            LookupSource::Cluster(c) => c
+                .state
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(object),
             LookupSource::Replay(_) => Err("cannot add objects to a replay session".into()),
         }
     }
@@ -306,7 +345,10 @@ impl Lookups {
                 result
             }
             LookupSource::Cluster(c) => {
-                let key = format!("get_resource_cached({},{}),{},{:?}", r.api_version, r.kind, r.name, r.namespace);
+                let key = format!(
+                    "get_resource_cached({},{}),{},{:?}",
+                    r.api_version, r.kind, r.name, r.namespace
+                );
                 let (result, origin) = if r.disable_cache {
                     (c.fetch_object(r), Origin::Fetched)
                 } else {
@@ -327,12 +369,22 @@ impl Lookups {
         }
     }
 
-    pub fn list_resources_by_namespace(&self, r: &ListResourcesByNamespaceRequest) -> Result<Vec<u8>, String> {
+    pub fn list_resources_by_namespace(
+        &self,
+        r: &ListResourcesByNamespaceRequest,
+    ) -> Result<Vec<u8>, String> {
         self.record_list();
         match &self.source {
             LookupSource::Replay(session) => session.respond(&CallbackRequestType::from(r)),
             LookupSource::Cluster(c) => c
-                .list(&r.api_version, &r.kind, Some(&r.namespace), r.label_selector.as_deref(), r.field_selector.as_deref(), r.field_masks.as_ref())
+                .list(
+                    &r.api_version,
+                    &r.kind,
+                    Some(&r.namespace),
+                    r.label_selector.as_deref(),
+                    r.field_selector.as_deref(),
+                    r.field_masks.as_ref(),
+                )
                 .or_else(malformed_is_an_answer),
         }
     }
@@ -342,7 +394,14 @@ impl Lookups {
         match &self.source {
             LookupSource::Replay(session) => session.respond(&CallbackRequestType::from(r)),
             LookupSource::Cluster(c) => c
-                .list(&r.api_version, &r.kind, None, r.label_selector.as_deref(), r.field_selector.as_deref(), r.field_masks.as_ref())
+                .list(
+                    &r.api_version,
+                    &r.kind,
+                    None,
+                    r.label_selector.as_deref(),
+                    r.field_selector.as_deref(),
+                    r.field_masks.as_ref(),
+                )
                 .or_else(malformed_is_an_answer),
         }
     }
@@ -360,7 +419,8 @@ impl Lookups {
                 let (result, origin) = if r.disable_cache {
                     (c.fetch_access_review(sar), Origin::Fetched)
                 } else {
-                    c.access_reviews.get_or_fetch(&format!("{sar:?}"), || c.fetch_access_review(sar))
+                    c.access_reviews
+                        .get_or_fetch(&format!("{sar:?}"), || c.fetch_access_review(sar))
                 };
                 let failed = matches!(&result, Err(e) if !matches!(e, LookupError::Malformed(_)));
                 self.record(resource, origin, failed);

@@ -41,7 +41,10 @@ pub struct ContextAwareResource {
 
 impl ContextAwareResource {
     pub fn new(api_version: impl Into<String>, kind: impl Into<String>) -> Self {
-        Self { api_version: api_version.into(), kind: kind.into() }
+        Self {
+            api_version: api_version.into(),
+            kind: kind.into(),
+        }
     }
 }
 
@@ -60,16 +63,23 @@ pub struct PolicyMetadata {
 impl PolicyMetadata {
     /// Reads a metadata YAML file (`policy.yaml`).
     pub fn from_file(path: &Path) -> Result<Self, MetadataError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| MetadataError::Read { path: path.to_owned(), source })?;
-        serde_yaml::from_str(&text).map_err(|source| MetadataError::Parse { path: path.to_owned(), source })
+        let text = std::fs::read_to_string(path).map_err(|source| MetadataError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        serde_yaml::from_str(&text).map_err(|source| MetadataError::Parse {
+            path: path.to_owned(),
+            source,
+        })
     }
 
     /// Reads the metadata embedded in an annotated module, `None` when the module is not annotated.
     pub fn from_module(bytes: &[u8]) -> Result<Option<Self>, MetadataError> {
         match custom_section(bytes, METADATA_SECTION)? {
             None => Ok(None),
-            Some(data) => serde_json::from_slice(data).map(Some).map_err(MetadataError::Section),
+            Some(data) => serde_json::from_slice(data)
+                .map(Some)
+                .map_err(MetadataError::Section),
         }
     }
 }
@@ -84,11 +94,19 @@ pub fn custom_section<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]
         let id = bytes[pos];
         pos += 1;
         let size = read_leb_u32(bytes, &mut pos)? as usize;
-        let end = pos.checked_add(size).filter(|e| *e <= bytes.len()).ok_or(MetadataError::Wasm("section runs past the end"))?;
+        let end = pos
+            .checked_add(size)
+            .filter(|e| *e <= bytes.len())
+            .ok_or(MetadataError::Wasm("section runs past the end"))?;
         if id == 0 {
             let mut p = pos;
             let len = read_leb_u32(bytes, &mut p)? as usize;
-            let name_end = p.checked_add(len).filter(|e| *e <= end).ok_or(MetadataError::Wasm("custom section name runs past the section"))?;
+            let name_end = p
+                .checked_add(len)
+                .filter(|e| *e <= end)
+                .ok_or(MetadataError::Wasm(
+                    "custom section name runs past the section",
+                ))?;
             if &bytes[p..name_end] == name.as_bytes() {
                 return Ok(Some(&bytes[name_end..end]));
             }
@@ -101,9 +119,13 @@ pub fn custom_section<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]
 fn read_leb_u32(bytes: &[u8], pos: &mut usize) -> Result<u32, MetadataError> {
     let mut result: u32 = 0;
     for shift in (0..35).step_by(7) {
-        let byte = *bytes.get(*pos).ok_or(MetadataError::Wasm("truncated LEB128 number"))?;
+        let byte = *bytes
+            .get(*pos)
+            .ok_or(MetadataError::Wasm("truncated LEB128 number"))?;
         *pos += 1;
-        result |= u32::from(byte & 0x7f).checked_shl(shift).ok_or(MetadataError::Wasm("LEB128 overflow"))?;
+        result |= u32::from(byte & 0x7f)
+            .checked_shl(shift)
+            .ok_or(MetadataError::Wasm("LEB128 overflow"))?;
         if byte & 0x80 == 0 {
             return Ok(result);
         }
@@ -133,9 +155,15 @@ mod tests {
             br#"{"contextAwareResources":[{"apiVersion":"v1","kind":"Namespace"}],"mutating":true,"rules":[]}"#,
         );
         let md = PolicyMetadata::from_module(&m).unwrap().unwrap();
-        assert!(md.context_aware_resources.contains(&ContextAwareResource::new("v1", "Namespace")));
+        assert!(
+            md.context_aware_resources
+                .contains(&ContextAwareResource::new("v1", "Namespace"))
+        );
         assert_eq!(md.mutating, Some(true));
-        assert_eq!(PolicyMetadata::from_module(&module_with_section("other", b"x")).unwrap(), None);
+        assert_eq!(
+            PolicyMetadata::from_module(&module_with_section("other", b"x")).unwrap(),
+            None
+        );
         assert!(PolicyMetadata::from_module(&module_with_section(METADATA_SECTION, b"{")).is_err());
         let mut truncated = module_with_section("other", b"xyz");
         truncated.truncate(truncated.len() - 1);

@@ -29,7 +29,9 @@ pub enum ReplayError {
         #[source]
         source: serde_yaml::Error,
     },
-    #[error("{path:?}: exchange #{index}: Cannot deserialize recorded request into `CallbackRequestType`: {source}")]
+    #[error(
+        "{path:?}: exchange #{index}: Cannot deserialize recorded request into `CallbackRequestType`: {source}"
+    )]
     Request {
         path: PathBuf,
         index: usize,
@@ -65,7 +67,10 @@ pub enum CallbackRequestType {
         disable_cache: bool,
         field_masks: Option<BTreeSet<String>>,
     },
-    KubernetesCanI { request: SubjectAccessReview, disable_cache: bool },
+    KubernetesCanI {
+        request: SubjectAccessReview,
+        disable_cache: bool,
+    },
 }
 
 impl From<&GetResourceRequest> for CallbackRequestType {
@@ -108,7 +113,10 @@ impl From<&ListAllResourcesRequest> for CallbackRequestType {
 
 impl From<&CanIRequest> for CallbackRequestType {
     fn from(r: &CanIRequest) -> Self {
-        Self::KubernetesCanI { request: r.subject_access_review.clone(), disable_cache: r.disable_cache }
+        Self::KubernetesCanI {
+            request: r.subject_access_review.clone(),
+            disable_cache: r.disable_cache,
+        }
     }
 }
 
@@ -122,7 +130,10 @@ pub enum ReplayResponse {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type")]
 enum RawExchange {
-    Exchange { request: String, response: ReplayResponse },
+    Exchange {
+        request: String,
+        response: ReplayResponse,
+    },
 }
 
 /// One recorded host call and its answer.
@@ -140,29 +151,47 @@ pub struct ReplaySession {
 
 impl ReplaySession {
     pub fn from_file(path: &Path) -> Result<Self, ReplayError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Open { path: path.into(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Open {
+            path: path.into(),
+            source,
+        })?;
         Self::from_str(&text, path)
     }
 
     pub fn from_str(text: &str, path: &Path) -> Result<Self, ReplayError> {
         let raw: Vec<RawExchange> =
-            serde_yaml::from_str(text).map_err(|source| ReplayError::Parse { path: path.into(), source })?;
+            serde_yaml::from_str(text).map_err(|source| ReplayError::Parse {
+                path: path.into(),
+                source,
+            })?;
         let mut exchanges = VecDeque::new();
         for (index, RawExchange::Exchange { request, response }) in raw.into_iter().enumerate() {
-            let request = serde_yaml::from_str(&request)
-                .map_err(|source| ReplayError::Request { path: path.into(), index, source })?;
+            let request =
+                serde_yaml::from_str(&request).map_err(|source| ReplayError::Request {
+                    path: path.into(),
+                    index,
+                    source,
+                })?;
             exchanges.push_back(Exchange { request, response });
         }
-        Ok(Self { exchanges: Mutex::new(exchanges) })
+        Ok(Self {
+            exchanges: Mutex::new(exchanges),
+        })
     }
 
     pub fn from_exchanges(exchanges: impl IntoIterator<Item = Exchange>) -> Self {
-        Self { exchanges: Mutex::new(exchanges.into_iter().collect()) }
+        Self {
+            exchanges: Mutex::new(exchanges.into_iter().collect()),
+        }
     }
 
     /// Answers the next recorded exchange (kwctl's `produce_recorded_response`).
     pub fn respond(&self, request: &CallbackRequestType) -> Result<Vec<u8>, String> {
-        let next = self.exchanges.lock().unwrap_or_else(PoisonError::into_inner).pop_front();
+        let next = self
+            .exchanges
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
         match next {
             None => Err("the list of recorded responses is empty".to_owned()),
             Some(exchange) if &exchange.request == request => match exchange.response {
@@ -178,7 +207,10 @@ impl ReplaySession {
 
     /// Exchanges not replayed yet (kwctl only warns about them).
     pub fn leftovers(&self) -> usize {
-        self.exchanges.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.exchanges
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 }
 
@@ -226,18 +258,25 @@ mod tests {
     #[test]
     fn replays_in_order() {
         let s = ReplaySession::from_str(SESSION, Path::new("s.yml")).unwrap();
-        assert_eq!(s.respond(&ns_request()).unwrap(), br#"{"apiVersion":"v1","kind":"Namespace"}"#);
+        assert_eq!(
+            s.respond(&ns_request()).unwrap(),
+            br#"{"apiVersion":"v1","kind":"Namespace"}"#
+        );
         let err = s.respond(&ns_request()).unwrap_err();
         assert_eq!(
             err,
             r#"Replay error: unexpected request. Was expecting KubernetesGetResource { api_version: "apps/v1", kind: "ReplicaSet", name: "web", namespace: Some("emojivoto"), disable_cache: false, field_masks: Some({"metadata.ownerReferences"}) }, got KubernetesGetResource { api_version: "v1", kind: "Namespace", name: "emojivoto", namespace: None, disable_cache: false, field_masks: None } instead"#
         );
-        assert_eq!(s.respond(&ns_request()).unwrap_err(), "the list of recorded responses is empty");
+        assert_eq!(
+            s.respond(&ns_request()).unwrap_err(),
+            "the list of recorded responses is empty"
+        );
     }
 
     #[test]
     fn bad_request_names_the_exchange() {
-        let text = "- type: Exchange\n  request: '!Nope {}'\n  response: {type: Error, message: x}\n";
+        let text =
+            "- type: Exchange\n  request: '!Nope {}'\n  response: {type: Error, message: x}\n";
         let err = ReplaySession::from_str(text, Path::new("s.yml")).unwrap_err();
         assert!(err.to_string().contains("exchange #0"), "{err}");
     }

@@ -155,7 +155,9 @@ mod tests {
     #[test]
     fn errors_name_the_problem() {
         assert_eq!(
-            AdmissionRequest::from_document(&json!([])).unwrap_err().to_string(),
+            AdmissionRequest::from_document(&json!([]))
+                .unwrap_err()
+                .to_string(),
             "Invalid request object"
         );
         assert_eq!(
@@ -165,8 +167,16 @@ mod tests {
             "invalid AdmissionReview object"
         );
         let err = AdmissionRequest::from_document(&json!({"kind": {}})).unwrap_err();
-        assert!(err.to_string().starts_with("cannot build AdmissionRequest object from given input: missing field `uid`"), "{err}");
+        assert!(
+            err.to_string().starts_with(
+                "cannot build AdmissionRequest object from given input: missing field `uid`"
+            ),
+            "{err}"
+        );
         assert!(Settings::from_value(&json!(3)).is_err());
-        assert_eq!(Settings::from_value(&Value::Null).unwrap(), Settings::default());
+        assert_eq!(
+            Settings::from_value(&Value::Null).unwrap(),
+            Settings::default()
+        );
     }
 }

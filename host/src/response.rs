@@ -116,10 +116,11 @@ impl AdmissionResponse {
             }
             (None, _) => None,
         };
-        let status = (resp.message.is_some() || resp.code.is_some()).then(|| AdmissionResponseStatus {
-            message: resp.message.clone(),
-            code: resp.code,
-        });
+        let status =
+            (resp.message.is_some() || resp.code.is_some()).then(|| AdmissionResponseStatus {
+                message: resp.message.clone(),
+                code: resp.code,
+            });
         Ok(Self {
             uid: uid.to_owned(),
             allowed: resp.accepted,
@@ -137,12 +138,17 @@ impl AdmissionResponse {
             return Ok(None);
         };
         let bytes = STANDARD.decode(patch).map_err(PatchDecodeError::Base64)?;
-        serde_json::from_slice(&bytes).map(Some).map_err(PatchDecodeError::Json)
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(PatchDecodeError::Json)
     }
 
     /// The status message, or "" when there is none.
     pub fn message(&self) -> &str {
-        self.status.as_ref().and_then(|s| s.message.as_deref()).unwrap_or("")
+        self.status
+            .as_ref()
+            .and_then(|s| s.message.as_deref())
+            .unwrap_or("")
     }
 }
 
@@ -161,7 +167,11 @@ mod tests {
 
     #[test]
     fn serialises_like_policy_evaluator() {
-        let r = AdmissionResponse { uid: "u".into(), allowed: true, ..Default::default() };
+        let r = AdmissionResponse {
+            uid: "u".into(),
+            allowed: true,
+            ..Default::default()
+        };
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
             r#"{"uid":"u","allowed":true,"auditAnnotations":null,"warnings":null}"#
@@ -184,10 +194,17 @@ mod tests {
         let r = AdmissionResponse::from_validation_response("u", Some(&obj), &resp).unwrap();
         assert_eq!(r.patch_type, Some(PatchType::JsonPatch));
         let patch = serde_json::to_value(r.decoded_patch().unwrap().unwrap()).unwrap();
-        assert_eq!(patch, json!([{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]));
+        assert_eq!(
+            patch,
+            json!([{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}])
+        );
         assert_eq!(r.status, None);
 
-        let same = ValidationResponse { accepted: true, mutated_object: Some(obj.clone()), ..Default::default() };
+        let same = ValidationResponse {
+            accepted: true,
+            mutated_object: Some(obj.clone()),
+            ..Default::default()
+        };
         let r = AdmissionResponse::from_validation_response("u", Some(&obj), &same).unwrap();
         assert_eq!((r.patch, r.patch_type), (None, None));
 

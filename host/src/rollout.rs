@@ -95,18 +95,23 @@ impl Rng {
 
 /// FNV-1a, 32 bits.
 pub fn fnv32a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193))
+    bytes.iter().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 /// Kubernetes' `rand.SafeEncodeString`: each character mapped into the safe alphabet.
 pub fn safe_encode(s: &str) -> String {
-    s.chars().map(|c| SAFE_ALPHABET[(c as usize) % SAFE_ALPHABET.len()] as char).collect()
+    s.chars()
+        .map(|c| SAFE_ALPHABET[(c as usize) % SAFE_ALPHABET.len()] as char)
+        .collect()
 }
 
 fn canonical(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> = map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            let sorted: BTreeMap<&String, Value> =
+                map.iter().map(|(k, v)| (k, canonical(v))).collect();
             Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
         }
         Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
@@ -160,43 +165,75 @@ impl Workload {
     /// annotations.
     pub fn from_manifest(path: &Path) -> Result<Self, RolloutError> {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| RolloutError::ReadManifest { path: p.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| RolloutError::ReadManifest {
+            path: p.clone(),
+            source,
+        })?;
         let mut docs = Vec::new();
         for de in serde_yaml::Deserializer::from_str(&text) {
-            let doc = Value::deserialize(de).map_err(|source| RolloutError::ParseManifest { path: p.clone(), source })?;
+            let doc = Value::deserialize(de).map_err(|source| RolloutError::ParseManifest {
+                path: p.clone(),
+                source,
+            })?;
             match doc {
                 Value::Null => {}
                 Value::Object(ref m) if m.get("kind").and_then(Value::as_str) == Some("List") => {
-                    docs.extend(m.get("items").and_then(Value::as_array).cloned().unwrap_or_default())
+                    docs.extend(
+                        m.get("items")
+                            .and_then(Value::as_array)
+                            .cloned()
+                            .unwrap_or_default(),
+                    )
                 }
                 other => docs.push(other),
             }
         }
         let is = |d: &Value, api: &str, kind: &str| {
-            d.get("apiVersion").and_then(Value::as_str) == Some(api) && d.get("kind").and_then(Value::as_str) == Some(kind)
+            d.get("apiVersion").and_then(Value::as_str) == Some(api)
+                && d.get("kind").and_then(Value::as_str) == Some(kind)
         };
-        let pos = docs.iter().position(|d| is(d, "apps/v1", "Deployment")).ok_or(RolloutError::NoDeployment(p))?;
+        let pos = docs
+            .iter()
+            .position(|d| is(d, "apps/v1", "Deployment"))
+            .ok_or(RolloutError::NoDeployment(p))?;
         let mut deployment = docs.remove(pos);
-        let ns_name = deployment.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_owned();
-        if let Some(meta) = deployment.get_mut("metadata").and_then(Value::as_object_mut) {
+        let ns_name = deployment
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
+            .to_owned();
+        if let Some(meta) = deployment
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+        {
             meta.insert("namespace".into(), Value::String(ns_name.clone()));
         }
-        let namespace = match docs
-            .iter()
-            .position(|d| is(d, "v1", "Namespace") && d.pointer("/metadata/name").and_then(Value::as_str) == Some(&ns_name))
-        {
+        let namespace = match docs.iter().position(|d| {
+            is(d, "v1", "Namespace")
+                && d.pointer("/metadata/name").and_then(Value::as_str) == Some(&ns_name)
+        }) {
             Some(i) => docs.remove(i),
             None => json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns_name}}),
         };
-        Ok(Self { deployment, namespace, others: docs })
+        Ok(Self {
+            deployment,
+            namespace,
+            others: docs,
+        })
     }
 
     fn name(&self) -> &str {
-        self.deployment.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("deployment")
+        self.deployment
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("deployment")
     }
 
     fn namespace_name(&self) -> &str {
-        self.deployment.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default")
+        self.deployment
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("default")
     }
 }
 
@@ -272,10 +309,22 @@ pub struct LimitReport {
 impl LimitReport {
     fn new(limit: Duration, durations: &[Duration]) -> Self {
         let limit_ms = limit.as_secs_f64() * 1e3;
-        let near = durations.iter().filter(|d| d.as_secs_f64() * 1e3 >= 0.8 * limit_ms).count();
+        let near = durations
+            .iter()
+            .filter(|d| d.as_secs_f64() * 1e3 >= 0.8 * limit_ms)
+            .count();
         let exceeded = durations.iter().filter(|d| **d >= limit).count();
-        let max = durations.iter().max().map(|d| d.as_secs_f64() * 1e3).unwrap_or(0.0);
-        Self { limit_ms, near, exceeded, max_fraction: if limit_ms > 0.0 { max / limit_ms } else { 0.0 } }
+        let max = durations
+            .iter()
+            .max()
+            .map(|d| d.as_secs_f64() * 1e3)
+            .unwrap_or(0.0);
+        Self {
+            limit_ms,
+            near,
+            exceeded,
+            max_fraction: if limit_ms > 0.0 { max / limit_ms } else { 0.0 },
+        }
     }
 }
 
@@ -310,12 +359,26 @@ pub struct RolloutReport {
 
 /// The ReplicaSet the Deployment controller creates, and its pod-template-hash.
 pub fn replica_set_for(deployment: &Value, rs_uid: &str) -> Result<(Value, String), RolloutError> {
-    let template = deployment.pointer("/spec/template").ok_or(RolloutError::DeploymentShape("spec.template"))?;
+    let template = deployment
+        .pointer("/spec/template")
+        .ok_or(RolloutError::DeploymentShape("spec.template"))?;
     let hash = pod_template_hash(template);
-    let name = deployment.pointer("/metadata/name").and_then(Value::as_str).ok_or(RolloutError::DeploymentShape("metadata.name"))?;
-    let namespace = deployment.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
-    let deploy_uid = deployment.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
-    let replicas = deployment.pointer("/spec/replicas").cloned().unwrap_or(json!(1));
+    let name = deployment
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .ok_or(RolloutError::DeploymentShape("metadata.name"))?;
+    let namespace = deployment
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let deploy_uid = deployment
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let replicas = deployment
+        .pointer("/spec/replicas")
+        .cloned()
+        .unwrap_or(json!(1));
     let mut template = template.clone();
     let labels = template
         .pointer_mut("/metadata")
@@ -325,7 +388,10 @@ pub fn replica_set_for(deployment: &Value, rs_uid: &str) -> Result<(Value, Strin
         .ok_or(RolloutError::DeploymentShape("spec.template.metadata"))?;
     labels.insert("pod-template-hash".into(), Value::String(hash.clone()));
     let labels = Value::Object(labels.clone());
-    let mut selector = deployment.pointer("/spec/selector").cloned().unwrap_or_else(|| json!({}));
+    let mut selector = deployment
+        .pointer("/spec/selector")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     if let Some(sel) = selector.as_object_mut() {
         let ml = sel.entry("matchLabels").or_insert_with(|| json!({}));
         if let Some(ml) = ml.as_object_mut() {
@@ -361,10 +427,23 @@ fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
 
 /// The pod CREATE AdmissionRequest the ReplicaSet controller causes.
 pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> AdmissionRequest {
-    let rs_name = rs.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("rs");
-    let namespace = rs.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_owned();
-    let rs_uid = rs.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
-    let template = rs.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
+    let rs_name = rs
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("rs");
+    let namespace = rs
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_owned();
+    let rs_uid = rs
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let template = rs
+        .pointer("/spec/template")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let mut metadata = Map::new();
     metadata.insert("generateName".into(), json!(format!("{rs_name}-")));
     metadata.insert("namespace".into(), json!(namespace));
@@ -380,7 +459,11 @@ pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> AdmissionRequest {
         json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name, "uid": rs_uid, "controller": true, "blockOwnerDeletion": true}]),
     );
 
-    let mut spec = template.get("spec").and_then(Value::as_object).cloned().unwrap_or_default();
+    let mut spec = template
+        .get("spec")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     // API server defaulting
     set_default(&mut spec, "restartPolicy", json!("Always"));
     set_default(&mut spec, "terminationGracePeriodSeconds", json!(30));
@@ -391,18 +474,30 @@ pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> AdmissionRequest {
     set_default(&mut spec, "preemptionPolicy", json!("PreemptLowerPriority"));
     set_default(&mut spec, "priority", json!(0));
     // ServiceAccount admission plugin
-    let sa = spec.get("serviceAccountName").and_then(Value::as_str).unwrap_or("default").to_owned();
+    let sa = spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .unwrap_or("default")
+        .to_owned();
     spec.insert("serviceAccountName".into(), json!(sa));
     spec.insert("serviceAccount".into(), json!(sa));
-    let automount = spec.get("automountServiceAccountToken").and_then(Value::as_bool).unwrap_or(true);
+    let automount = spec
+        .get("automountServiceAccountToken")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
     let volume_name = format!("kube-api-access-{}", rng.safe_string(5));
     let mount = json!({"name": volume_name, "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"});
     for key in ["initContainers", "containers"] {
         if let Some(containers) = spec.get_mut(key).and_then(Value::as_array_mut) {
             for c in containers.iter_mut().filter_map(Value::as_object_mut) {
                 let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-                let tag_latest = image.ends_with(":latest") || !image.rsplit('/').next().unwrap_or("").contains(':');
-                set_default(c, "imagePullPolicy", json!(if tag_latest { "Always" } else { "IfNotPresent" }));
+                let tag_latest = image.ends_with(":latest")
+                    || !image.rsplit('/').next().unwrap_or("").contains(':');
+                set_default(
+                    c,
+                    "imagePullPolicy",
+                    json!(if tag_latest { "Always" } else { "IfNotPresent" }),
+                );
                 set_default(c, "resources", json!({}));
                 set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
                 set_default(c, "terminationMessagePolicy", json!("File"));
@@ -439,7 +534,10 @@ pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> AdmissionRequest {
     // DefaultTolerationSeconds admission plugin
     let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
     if let Some(t) = tolerations.as_array_mut() {
-        for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+        for key in [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable",
+        ] {
             t.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
         }
     }
@@ -495,11 +593,14 @@ pub enum Outcome {
 }
 
 fn has_proxy(pod: &Value) -> bool {
-    ["/spec/containers", "/spec/initContainers"].iter().any(|p| {
-        pod.pointer(p)
-            .and_then(Value::as_array)
-            .is_some_and(|cs| cs.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(PROXY_CONTAINER)))
-    })
+    ["/spec/containers", "/spec/initContainers"]
+        .iter()
+        .any(|p| {
+            pod.pointer(p).and_then(Value::as_array).is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.get("name").and_then(Value::as_str) == Some(PROXY_CONTAINER))
+            })
+        })
 }
 
 /// Classifies a response to a pod CREATE: injected if applying its patch adds a `linkerd-proxy`
@@ -517,7 +618,11 @@ pub fn classify(pod: &Value, response: &AdmissionResponse) -> Outcome {
     if let Err(e) = json_patch::patch(&mut patched, &patch) {
         return Outcome::Error(format!("the patch does not apply to the pod: {e}"));
     }
-    if has_proxy(&patched) && !has_proxy(pod) { Outcome::Injected } else { Outcome::Skipped }
+    if has_proxy(&patched) && !has_proxy(pod) {
+        Outcome::Injected
+    } else {
+        Outcome::Skipped
+    }
 }
 
 /// Runs the rollout. The host context must serve lookups from a cluster state: the Namespace,
@@ -533,7 +638,10 @@ pub fn run_rollout(
     }
     let mut rng = Rng::new(opts.seed);
     let mut deployment = workload.deployment.clone();
-    if let Some(meta) = deployment.get_mut("metadata").and_then(Value::as_object_mut) {
+    if let Some(meta) = deployment
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+    {
         meta.entry("uid").or_insert_with(|| json!(rng.uuid()));
     }
     if let Some(spec) = deployment.get_mut("spec").and_then(Value::as_object_mut) {
@@ -544,27 +652,49 @@ pub fn run_rollout(
     if let Some(meta) = namespace.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.entry("uid").or_insert_with(|| json!(rng.uuid()));
     }
-    for (what, obj) in [("the Namespace", &namespace), ("the Deployment", &deployment), ("the ReplicaSet", &rs)]
-        .into_iter()
-        .chain(workload.others.iter().map(|o| ("an object of the manifest", o)))
-    {
+    for (what, obj) in [
+        ("the Namespace", &namespace),
+        ("the Deployment", &deployment),
+        ("the ReplicaSet", &rs),
+    ]
+    .into_iter()
+    .chain(
+        workload
+            .others
+            .iter()
+            .map(|o| ("an object of the manifest", o)),
+    ) {
         host.lookups()
             .insert_object(obj.clone())
-            .map_err(|message| RolloutError::ClusterState { what: what.into(), message })?;
+            .map_err(|message| RolloutError::ClusterState {
+                what: what.into(),
+                message,
+            })?;
     }
 
     // policy-server validates settings once, when it loads the policy
-    let mut instance = policy.instantiate(host).map_err(RolloutError::Instantiate)?;
+    let mut instance = policy
+        .instantiate(host)
+        .map_err(RolloutError::Instantiate)?;
     let validation = instance.validate_settings(&opts.settings);
     if !validation.valid {
-        return Err(RolloutError::InvalidSettings(validation.message.unwrap_or_default()));
+        return Err(RolloutError::InvalidSettings(
+            validation.message.unwrap_or_default(),
+        ));
     }
     drop(instance);
 
-    let requests: Vec<AdmissionRequest> = (0..opts.replicas).map(|_| pod_create_request(&rs, &mut rng)).collect();
+    let requests: Vec<AdmissionRequest> = (0..opts.replicas)
+        .map(|_| pod_create_request(&rs, &mut rng))
+        .collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    let counts = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
+    let counts = [
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ];
     let samples: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
     let latencies: Mutex<Vec<Duration>> = Mutex::new(Vec::with_capacity(opts.replicas));
     let deadline_hits = AtomicUsize::new(0);
@@ -589,7 +719,9 @@ pub fn run_rollout(
                     let mut local = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(request) = requests.get(i) else { break };
+                        let Some(request) = requests.get(i) else {
+                            break;
+                        };
                         let t0 = Instant::now();
                         let result = policy.evaluate(host, request, &opts.settings);
                         local.push(t0.elapsed());
@@ -608,7 +740,11 @@ pub fn run_rollout(
                             Outcome::Skipped => 1,
                             Outcome::Rejected(m) | Outcome::Error(m) => {
                                 let mut s = samples.lock().unwrap_or_else(PoisonError::into_inner);
-                                let label = if matches!(outcome, Outcome::Rejected(_)) { "rejected" } else { "error" };
+                                let label = if matches!(outcome, Outcome::Rejected(_)) {
+                                    "rejected"
+                                } else {
+                                    "error"
+                                };
                                 if s.len() < 10 || s.contains_key(&format!("{label}: {m}")) {
                                     *s.entry(format!("{label}: {m}")).or_default() += 1;
                                 }
@@ -618,7 +754,10 @@ pub fn run_rollout(
                         counts[slot].fetch_add(1, Ordering::Relaxed);
                         done.fetch_add(1, Ordering::Relaxed);
                     }
-                    latencies.lock().unwrap_or_else(PoisonError::into_inner).extend(local);
+                    latencies
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .extend(local);
                 })
             })
             .collect();
@@ -629,12 +768,18 @@ pub fn run_rollout(
     });
 
     let wall = started.elapsed();
-    let latencies = latencies.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let latencies = latencies
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
     let processed = latencies.len();
     Ok(RolloutReport {
         deployment: workload.name().to_owned(),
         namespace: workload.namespace_name().to_owned(),
-        replica_set: rs.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned(),
+        replica_set: rs
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
         pod_template_hash: hash,
         replicas: opts.replicas,
         workers: opts.workers,
@@ -646,9 +791,15 @@ pub fn run_rollout(
         lookups: host.stats(),
         latency: LatencySummary::from_durations(&latencies),
         wall_time_ms: wall.as_secs_f64() * 1e3,
-        throughput_per_s: if wall.is_zero() { 0.0 } else { processed as f64 / wall.as_secs_f64() },
+        throughput_per_s: if wall.is_zero() {
+            0.0
+        } else {
+            processed as f64 / wall.as_secs_f64()
+        },
         webhook_timeout: LimitReport::new(opts.webhook_timeout, &latencies),
-        policy_deadline: opts.policy_deadline.map(|d| LimitReport::new(d, &latencies)),
+        policy_deadline: opts
+            .policy_deadline
+            .map(|d| LimitReport::new(d, &latencies)),
         failure_samples: samples.into_inner().unwrap_or_else(PoisonError::into_inner),
     })
 }
@@ -680,31 +831,60 @@ impl RolloutReport {
             s.push_str(&line);
             s.push('\n');
         };
-        push(&mut s, format!(
-            "rollout of Deployment {}/{}: {} replicas via ReplicaSet {} (pod-template-hash {}), {} workers",
-            self.namespace, self.deployment, self.replicas, self.replica_set, self.pod_template_hash, self.workers
-        ));
+        push(
+            &mut s,
+            format!(
+                "rollout of Deployment {}/{}: {} replicas via ReplicaSet {} (pod-template-hash {}), {} workers",
+                self.namespace,
+                self.deployment,
+                self.replicas,
+                self.replica_set,
+                self.pod_template_hash,
+                self.workers
+            ),
+        );
         push(&mut s, format!("  injected  {:>7}", self.injected));
         push(&mut s, format!("  skipped   {:>7}", self.skipped));
-        push(&mut s, format!("  rejected  {:>7}  (policy deadline exceeded: {})", self.rejected, self.deadline_exceeded));
+        push(
+            &mut s,
+            format!(
+                "  rejected  {:>7}  (policy deadline exceeded: {})",
+                self.rejected, self.deadline_exceeded
+            ),
+        );
         push(&mut s, format!("  errors    {:>7}", self.errors));
-        push(&mut s, format!(
-            "  lookups made {} (failed {}), served from cache {}, lists {}",
-            self.lookups.made, self.lookups.failed, self.lookups.cached, self.lookups.lists
-        ));
+        push(
+            &mut s,
+            format!(
+                "  lookups made {} (failed {}), served from cache {}, lists {}",
+                self.lookups.made, self.lookups.failed, self.lookups.cached, self.lookups.lists
+            ),
+        );
         for (resource, r) in &self.lookups.by_resource {
-            push(&mut s, format!("    {resource:<32} made {:>6}  cached {:>6}  failed {:>6}", r.made, r.cached, r.failed));
+            push(
+                &mut s,
+                format!(
+                    "    {resource:<32} made {:>6}  cached {:>6}  failed {:>6}",
+                    r.made, r.cached, r.failed
+                ),
+            );
         }
         let l = &self.latency;
-        push(&mut s, format!(
-            "  latency per admission: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
-            l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms
-        ));
-        push(&mut s, format!(
-            "  throughput: {:.1} admissions/s (wall time {:.2} s)",
-            self.throughput_per_s,
-            self.wall_time_ms / 1e3
-        ));
+        push(
+            &mut s,
+            format!(
+                "  latency per admission: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+                l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms
+            ),
+        );
+        push(
+            &mut s,
+            format!(
+                "  throughput: {:.1} admissions/s (wall time {:.2} s)",
+                self.throughput_per_s,
+                self.wall_time_ms / 1e3
+            ),
+        );
         let limit = |name: &str, r: &LimitReport| {
             let verdict = if r.exceeded > 0 {
                 format!("{} admissions exceeded it", r.exceeded)
@@ -713,7 +893,11 @@ impl RolloutReport {
             } else {
                 "no admission came near it".to_owned()
             };
-            format!("  {name} {:.1} s: {verdict} (slowest: {:.1}% of it)", r.limit_ms / 1e3, r.max_fraction * 100.0)
+            format!(
+                "  {name} {:.1} s: {verdict} (slowest: {:.1}% of it)",
+                r.limit_ms / 1e3,
+                r.max_fraction * 100.0
+            )
         };
         push(&mut s, limit("webhook timeout", &self.webhook_timeout));
         if let Some(d) = &self.policy_deadline {
@@ -756,13 +940,22 @@ mod tests {
         let req = pod_create_request(&rs, &mut rng);
         let pod = req.object.clone().unwrap();
         assert_eq!(req.name, None);
-        assert_eq!(pod["metadata"]["generateName"], json!(format!("nginx-{hash}-")));
+        assert_eq!(
+            pod["metadata"]["generateName"],
+            json!(format!("nginx-{hash}-"))
+        );
         assert_eq!(pod["metadata"]["creationTimestamp"], Value::Null);
         assert_eq!(pod["metadata"]["labels"]["pod-template-hash"], json!(hash));
-        assert_eq!(pod["metadata"]["ownerReferences"][0]["controller"], json!(true));
+        assert_eq!(
+            pod["metadata"]["ownerReferences"][0]["controller"],
+            json!(true)
+        );
         let vol = pod["spec"]["volumes"][0]["name"].as_str().unwrap();
         assert!(vol.starts_with("kube-api-access-") && vol.len() == "kube-api-access-".len() + 5);
-        assert_eq!(pod["spec"]["containers"][0]["volumeMounts"][0]["name"], json!(vol));
+        assert_eq!(
+            pod["spec"]["containers"][0]["volumeMounts"][0]["name"],
+            json!(vol)
+        );
         assert_eq!(pod["spec"]["serviceAccountName"], json!("default"));
         assert!(!has_proxy(&pod));
     }
@@ -772,22 +965,38 @@ mod tests {
         let pod = json!({"spec": {"containers": [{"name": "app"}]}});
         let with = |ops: Value| AdmissionResponse {
             allowed: true,
-            patch: Some(base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ops.to_string())),
+            patch: Some(base64::Engine::encode(
+                &base64::engine::general_purpose::STANDARD,
+                ops.to_string(),
+            )),
             ..Default::default()
         };
-        let add = with(json!([{"op": "add", "path": "/spec/containers/0", "value": {"name": "linkerd-proxy"}}]));
+        let add = with(
+            json!([{"op": "add", "path": "/spec/containers/0", "value": {"name": "linkerd-proxy"}}]),
+        );
         assert_eq!(classify(&pod, &add), Outcome::Injected);
         let other = with(json!([{"op": "add", "path": "/metadata", "value": {}}]));
         assert_eq!(classify(&pod, &other), Outcome::Skipped);
         let bad = with(json!([{"op": "remove", "path": "/nope"}]));
         assert!(matches!(classify(&pod, &bad), Outcome::Error(_)));
-        assert_eq!(classify(&pod, &AdmissionResponse::reject("u", "no", 400)), Outcome::Rejected("no".into()));
+        assert_eq!(
+            classify(&pod, &AdmissionResponse::reject("u", "no", 400)),
+            Outcome::Rejected("no".into())
+        );
     }
 
     #[test]
     fn percentiles() {
         let d: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
         let l = LatencySummary::from_durations(&d);
-        assert_eq!((l.p50_ms.round(), l.p95_ms.round(), l.p99_ms.round(), l.max_ms.round()), (50.0, 95.0, 99.0, 100.0));
+        assert_eq!(
+            (
+                l.p50_ms.round(),
+                l.p95_ms.round(),
+                l.p99_ms.round(),
+                l.max_ms.round()
+            ),
+            (50.0, 95.0, 99.0, 100.0)
+        );
     }
 }

@@ -54,7 +54,11 @@ fn set_of(list: &str, whole: &str) -> Result<BTreeSet<String>, SelectorError> {
         .strip_prefix('(')
         .and_then(|l| l.strip_suffix(')'))
         .ok_or_else(|| SelectorError::Requirement(whole.to_owned()))?;
-    Ok(inner.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect())
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 impl LabelSelector {
@@ -143,8 +147,15 @@ impl FieldSelector {
 
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
-            let pointer = if field == "metadata.name" { "/metadata/name" } else { "/metadata/namespace" };
-            let actual = object.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+            let pointer = if field == "metadata.name" {
+                "/metadata/name"
+            } else {
+                "/metadata/namespace"
+            };
+            let actual = object
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or("");
             (actual == value) == *equal
         })
     }
@@ -170,11 +181,23 @@ mod tests {
             ("app notin (web)", false),
             ("missing notin (x)", true),
         ] {
-            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&obj), want, "{sel}");
+            assert_eq!(
+                LabelSelector::parse(sel).unwrap().matches(&obj),
+                want,
+                "{sel}"
+            );
         }
         assert!(LabelSelector::parse("app in web").is_err());
-        assert!(FieldSelector::parse("metadata.name=n").unwrap().matches(&obj));
-        assert!(!FieldSelector::parse("metadata.namespace!=ns").unwrap().matches(&obj));
+        assert!(
+            FieldSelector::parse("metadata.name=n")
+                .unwrap()
+                .matches(&obj)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.namespace!=ns")
+                .unwrap()
+                .matches(&obj)
+        );
         assert_eq!(
             FieldSelector::parse("spec.x=1").unwrap_err().to_string(),
             "field label not supported: spec.x"

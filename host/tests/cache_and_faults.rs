@@ -23,8 +23,18 @@ fn hits_and_misses_are_counted_and_disable_cache_bypasses() {
     let host = host(ALL, state(CLUSTER));
     let ns = get_resource("v1", "Namespace", "emojivoto", None, false);
     let ns_uncached = get_resource("v1", "Namespace", "emojivoto", None, true);
-    let rs = get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false);
-    host_calls(&policy, &host, json!([ns, ns, rs, ns_uncached, ns_uncached, rs]));
+    let rs = get_resource(
+        "apps/v1",
+        "ReplicaSet",
+        "web-5d8f",
+        Some("emojivoto"),
+        false,
+    );
+    host_calls(
+        &policy,
+        &host,
+        json!([ns, ns, rs, ns_uncached, ns_uncached, rs]),
+    );
     // a second evaluation (fresh instance) shares the cache
     host_calls(&policy, &host, json!([ns, rs]));
     let stats = host.stats();
@@ -41,12 +51,22 @@ fn field_masks_are_not_part_of_the_cache_key() {
     let engine = engine();
     let policy = guest(&engine);
     let host = host(ALL, state(CLUSTER));
-    let full = get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false);
+    let full = get_resource(
+        "apps/v1",
+        "ReplicaSet",
+        "web-5d8f",
+        Some("emojivoto"),
+        false,
+    );
     let mut masked = full.clone();
     masked["payload"]["field_masks"] = json!(["spec.replicas"]);
     let out = host_calls(&policy, &host, json!([masked, full]));
     assert!(ok_json(&out[0]).get("status").is_none());
-    assert_eq!(ok_json(&out[1])["status"], json!({"replicas": 3}), "the cache keeps the whole object");
+    assert_eq!(
+        ok_json(&out[1])["status"],
+        json!({"replicas": 3}),
+        "the cache keeps the whole object"
+    );
     assert_eq!((host.stats().made, host.stats().cached), (1, 1));
 }
 
@@ -54,7 +74,12 @@ fn field_masks_are_not_part_of_the_cache_key() {
 fn entries_expire_after_the_ttl_and_errors_are_not_cached() {
     let engine = engine();
     let policy = guest(&engine);
-    let host = host_with(ALL, state(CLUSTER), FaultPlan::new(), Duration::from_millis(300));
+    let host = host_with(
+        ALL,
+        state(CLUSTER),
+        FaultPlan::new(),
+        Duration::from_millis(300),
+    );
     let ns = get_resource("v1", "Namespace", "emojivoto", None, false);
     let missing = get_resource("v1", "Namespace", "missing", None, false);
     host_calls(&policy, &host, json!([ns, ns, missing, missing]));
@@ -82,7 +107,13 @@ fn faults_error_notfound_malformed() {
         &policy,
         &host,
         json!([
-            get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false),
+            get_resource(
+                "apps/v1",
+                "ReplicaSet",
+                "web-5d8f",
+                Some("emojivoto"),
+                false
+            ),
             get_resource("v1", "Namespace", "emojivoto", None, false),
             get_resource("v1", "Namespace", "other", None, false),
             get_resource("v1", "Namespace", "other", None, false),
@@ -93,13 +124,26 @@ fn faults_error_notfound_malformed() {
         out[0],
         "err:Host error: Callback evaluation failure: injected fault: the API server failed to answer the lookup of ReplicaSet emojivoto/web-5d8f"
     );
-    assert_eq!(out[1], "err:Host error: Callback evaluation failure: Cannot find v1/Namespace named 'emojivoto' inside of namespace 'None'");
+    assert_eq!(
+        out[1],
+        "err:Host error: Callback evaluation failure: Cannot find v1/Namespace named 'emojivoto' inside of namespace 'None'"
+    );
     let body = out[2].strip_prefix("ok:").unwrap();
-    assert!(serde_json::from_str::<serde_json::Value>(body).is_err(), "malformed answer must not parse: {body}");
+    assert!(
+        serde_json::from_str::<serde_json::Value>(body).is_err(),
+        "malformed answer must not parse: {body}"
+    );
     assert_eq!(out[2], out[3]);
-    assert_eq!(out[4], "err:Host error: Callback evaluation failure: API server is overloaded");
+    assert_eq!(
+        out[4],
+        "err:Host error: Callback evaluation failure: API server is overloaded"
+    );
     let s = host.stats();
-    assert_eq!((s.made, s.cached, s.failed), (5, 0, 3), "malformed answers are not cached: {s:?}");
+    assert_eq!(
+        (s.made, s.cached, s.failed),
+        (5, 0, 3),
+        "malformed answers are not cached: {s:?}"
+    );
 }
 
 #[test]
@@ -108,7 +152,13 @@ fn fail_first_then_success_is_cached() {
     let policy = guest(&engine);
     let faults = FaultPlan::new().with_rule(FaultRule::parse("ReplicaSet=fail-first:1").unwrap());
     let host = host_with(ALL, state(CLUSTER), faults, Duration::from_secs(5));
-    let rs = get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false);
+    let rs = get_resource(
+        "apps/v1",
+        "ReplicaSet",
+        "web-5d8f",
+        Some("emojivoto"),
+        false,
+    );
     let out = host_calls(&policy, &host, json!([rs, rs, rs]));
     assert!(out[0].starts_with("err:"), "{}", out[0]);
     assert!(out[1].starts_with("ok:") && out[2].starts_with("ok:"));
@@ -127,7 +177,11 @@ fn latency_applies_to_lookups_not_cache_hits() {
     let ns = get_resource("v1", "Namespace", "emojivoto", None, false);
     let t0 = Instant::now();
     host_calls(&policy, &host, json!([ns]));
-    assert!(t0.elapsed() >= Duration::from_millis(150), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() >= Duration::from_millis(150),
+        "{:?}",
+        t0.elapsed()
+    );
     host_calls(&policy, &host, json!([ns, ns, ns]));
     assert_eq!((host.stats().made, host.stats().cached), (1, 3));
 }

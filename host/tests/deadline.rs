@@ -25,23 +25,36 @@ const ENDLESS_INIT_WAT: &str = r#"
 #[test]
 fn endless_wat_guest_is_interrupted() {
     let engine = engine_with_deadline(100);
-    let policy = engine.load_policy("endless.wat", ENDLESS_WAT.as_bytes()).unwrap();
+    let policy = engine
+        .load_policy("endless.wat", ENDLESS_WAT.as_bytes())
+        .unwrap();
     let host = host(&[], state(""));
     let req = pod_request(json!({"kind": "Pod"}));
     let resp = policy.evaluate(&host, &req, &settings(json!({}))).unwrap();
     assert_eq!(
         serde_json::to_string(&resp).unwrap(),
-        format!(r#"{{"uid":"req-1","allowed":false,"status":{{"message":"{DEADLINE_MESSAGE}","code":500}},"auditAnnotations":null,"warnings":null}}"#)
+        format!(
+            r#"{{"uid":"req-1","allowed":false,"status":{{"message":"{DEADLINE_MESSAGE}","code":500}},"auditAnnotations":null,"warnings":null}}"#
+        )
     );
 }
 
 #[test]
 fn endless_init_fails_instantiation() {
     let engine = engine_with_deadline(100);
-    let policy = engine.load_policy("endless-init.wat", ENDLESS_INIT_WAT.as_bytes()).unwrap();
+    let policy = engine
+        .load_policy("endless-init.wat", ENDLESS_INIT_WAT.as_bytes())
+        .unwrap();
     let host = host(&[], state(""));
-    let err = policy.instantiate(&host).err().expect("instantiation must fail");
-    assert!(err.to_string().contains("cannot instantiate module endless-init.wat"), "{err}");
+    let err = policy
+        .instantiate(&host)
+        .err()
+        .expect("instantiation must fail");
+    assert!(
+        err.to_string()
+            .contains("cannot instantiate module endless-init.wat"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -51,13 +64,22 @@ fn interrupted_instance_is_reset_and_keeps_working() {
     let host = host(&[], state(""));
     let req = pod_request(json!({"kind": "Pod"}));
     let mut inst = policy.instantiate(&host).unwrap();
-    assert_eq!(inst.validate(&req, &settings(json!({"counter": true}))).unwrap().message(), "1");
-    let resp = inst.validate(&req, &settings(json!({"spin": true}))).unwrap();
+    assert_eq!(
+        inst.validate(&req, &settings(json!({"counter": true})))
+            .unwrap()
+            .message(),
+        "1"
+    );
+    let resp = inst
+        .validate(&req, &settings(json!({"spin": true})))
+        .unwrap();
     assert!(!resp.allowed);
     assert_eq!(resp.message(), DEADLINE_MESSAGE);
     assert_eq!(resp.status.unwrap().code, Some(500));
     // the instance was rebuilt: its state starts over, and it answers normally
-    let resp = inst.validate(&req, &settings(json!({"counter": true}))).unwrap();
+    let resp = inst
+        .validate(&req, &settings(json!({"counter": true})))
+        .unwrap();
     assert!(resp.allowed);
     assert_eq!(resp.message(), "1");
     // other evaluations on the same engine are unaffected

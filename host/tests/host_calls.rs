@@ -12,9 +12,16 @@ fn get_resource_returns_the_object() {
     let engine = engine();
     let policy = guest(&engine);
     let host = host(ALL, state(CLUSTER));
-    let out = host_calls(&policy, &host, json!([get_resource("v1", "Namespace", "emojivoto", None, false)]));
+    let out = host_calls(
+        &policy,
+        &host,
+        json!([get_resource("v1", "Namespace", "emojivoto", None, false)]),
+    );
     let ns = ok_json(&out[0]);
-    assert_eq!(ns["metadata"]["annotations"]["linkerd.io/inject"], "enabled");
+    assert_eq!(
+        ns["metadata"]["annotations"]["linkerd.io/inject"],
+        "enabled"
+    );
     assert_eq!(ns["kind"], "Namespace");
 }
 
@@ -32,12 +39,18 @@ fn get_resource_not_found_and_scope_errors_use_policy_server_texts() {
             get_resource("apps/v1", "ReplicaSet", "web-5d8f", None, false),
         ]),
     );
-    assert_eq!(out[0], "err:Host error: Callback evaluation failure: Cannot find v1/Namespace named 'missing' inside of namespace 'None'");
+    assert_eq!(
+        out[0],
+        "err:Host error: Callback evaluation failure: Cannot find v1/Namespace named 'missing' inside of namespace 'None'"
+    );
     assert_eq!(
         out[1],
         r#"err:Host error: Callback evaluation failure: Cannot find apps/v1/ReplicaSet named 'nope' inside of namespace 'Some("emojivoto")'"#
     );
-    assert_eq!(out[2], "err:Host error: Callback evaluation failure: Resource apps/v1/ReplicaSet is namespaced, but no namespace was provided");
+    assert_eq!(
+        out[2],
+        "err:Host error: Callback evaluation failure: Resource apps/v1/ReplicaSet is namespaced, but no namespace was provided"
+    );
 }
 
 #[test]
@@ -45,7 +58,13 @@ fn field_masks_prune_everything_but_metadata() {
     let engine = engine();
     let policy = guest(&engine);
     let host = host(ALL, state(CLUSTER));
-    let mut call = get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false);
+    let mut call = get_resource(
+        "apps/v1",
+        "ReplicaSet",
+        "web-5d8f",
+        Some("emojivoto"),
+        false,
+    );
     call["payload"]["field_masks"] = json!(["metadata.ownerReferences", "spec.replicas"]);
     let out = host_calls(&policy, &host, json!([call]));
     let rs = ok_json(&out[0]);
@@ -82,10 +101,18 @@ fn lists_by_namespace_and_all() {
     let items = list["items"].as_array().unwrap();
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["metadata"]["name"], "web-5d8f");
-    assert!(items[0]["metadata"].get("managedFields").is_none(), "reflectors strip managedFields");
+    assert!(
+        items[0]["metadata"].get("managedFields").is_none(),
+        "reflectors strip managedFields"
+    );
     assert_eq!(items[0]["spec"], json!({"replicas": 3}));
     let all = ok_json(&out[1]);
-    let names: Vec<&str> = all["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = all["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["other"]);
     assert_eq!(
         out[2],
@@ -106,8 +133,15 @@ fn can_i_answers_from_subject_access_reviews_without_allow_list() {
                                         "subresource": null, "verb": "get", "version": null}},
                 "disable_cache": false}})
     };
-    let out = host_calls(&policy, &host, json!([review("alice"), review("bob"), review("alice")]));
-    assert_eq!(ok_json(&out[0]), json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding"}));
+    let out = host_calls(
+        &policy,
+        &host,
+        json!([review("alice"), review("bob"), review("alice")]),
+    );
+    assert_eq!(
+        ok_json(&out[0]),
+        json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding"})
+    );
     assert_eq!(ok_json(&out[1]), json!({"allowed": false}));
     let stats = host.stats();
     assert_eq!((stats.made, stats.cached), (2, 1));
@@ -122,7 +156,13 @@ fn allow_list_refuses_undeclared_resources() {
         &policy,
         &host,
         json!([
-            get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false),
+            get_resource(
+                "apps/v1",
+                "ReplicaSet",
+                "web-5d8f",
+                Some("emojivoto"),
+                false
+            ),
             get_resource("v1", "Namespace", "emojivoto", None, false),
             // exact match: another version of the kind is not granted
             get_resource("apps/v1beta1", "Namespace", "emojivoto", None, false),
@@ -133,7 +173,11 @@ fn allow_list_refuses_undeclared_resources() {
         "err:Host error: Policy has not been granted access to Kubernetes apps/v1/ReplicaSet resources. The violation has been reported."
     );
     assert!(out[1].starts_with("ok:"));
-    assert!(out[2].contains("apps/v1beta1/Namespace resources"), "{}", out[2]);
+    assert!(
+        out[2].contains("apps/v1beta1/Namespace resources"),
+        "{}",
+        out[2]
+    );
     assert_eq!(host.stats().made, 1, "refused calls are not lookups");
 }
 
@@ -157,13 +201,20 @@ fn unknown_bindings_namespaces_operations_and_other_capabilities_are_refused() {
     );
     assert_eq!(out[0], "err:Host error: unknown binding: other");
     assert_eq!(out[1], "err:Host error: unknown namespace: nope");
-    assert_eq!(out[2], "err:Host error: unknown operation: delete_everything");
+    assert_eq!(
+        out[2],
+        "err:Host error: unknown operation: delete_everything"
+    );
     assert_eq!(out[3], "err:Host error: unknown operation: trace");
     assert_eq!(
         out[4],
         "err:Host error: Policy has not been granted access to the 'oci/v1/manifest_digest' host capability. The violation has been reported."
     );
-    assert!(out[5].contains("'net/v1/dns_lookup_host' host capability"), "{}", out[5]);
+    assert!(
+        out[5].contains("'net/v1/dns_lookup_host' host capability"),
+        "{}",
+        out[5]
+    );
 }
 
 #[test]
@@ -179,8 +230,16 @@ fn malformed_payloads_are_reported() {
             {"binding": "kubewarden", "namespace": "kubernetes", "operation": "get_resource", "payload": {"api_version": "v1"}},
         ]),
     );
-    assert!(out[0].starts_with("err:Host error: key must be a string"), "{}", out[0]);
-    assert!(out[1].starts_with("err:Host error: missing field `kind`"), "{}", out[1]);
+    assert!(
+        out[0].starts_with("err:Host error: key must be a string"),
+        "{}",
+        out[0]
+    );
+    assert!(
+        out[1].starts_with("err:Host error: missing field `kind`"),
+        "{}",
+        out[1]
+    );
 }
 
 #[test]
@@ -195,6 +254,9 @@ fn tracing_log_records_are_served() {
     assert_eq!(logs[0]["message"], "hello from the guest");
     assert_eq!(host.log_count(), 1);
     let line = injector_host::callback::format_log("p", &logs[0]);
-    assert!(line.starts_with("INFO policy=p hello from the guest"), "{line}");
+    assert!(
+        line.starts_with("INFO policy=p hello from the guest"),
+        "{line}"
+    );
     assert!(line.contains("component=test-guest"), "{line}");
 }

@@ -47,7 +47,11 @@ pub fn test_guest_wasm() -> &'static [u8] {
 /// The real policy module, `../policy.wasm` relative to the host crate.
 pub fn policy_wasm_path() -> PathBuf {
     let path = manifest_dir().join("../policy.wasm");
-    assert!(path.exists(), "{} is missing: run `make policy.wasm` first", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run `make policy.wasm` first",
+        path.display()
+    );
     path
 }
 
@@ -62,26 +66,47 @@ pub fn engine() -> Engine {
 
 /// Deadline with fast ticks, for interruption tests.
 pub fn engine_with_deadline(deadline_ms: u64) -> Engine {
-    Engine::new(EngineConfig::with_deadline(Duration::from_millis(deadline_ms), Duration::from_millis(10))).expect("engine")
+    Engine::new(EngineConfig::with_deadline(
+        Duration::from_millis(deadline_ms),
+        Duration::from_millis(10),
+    ))
+    .expect("engine")
 }
 
 pub fn guest(engine: &Engine) -> Policy {
-    engine.load_policy("test-guest", test_guest_wasm()).expect("test guest compiles")
+    engine
+        .load_policy("test-guest", test_guest_wasm())
+        .expect("test guest compiles")
 }
 
 pub fn resources(list: &[(&str, &str)]) -> BTreeSet<ContextAwareResource> {
-    list.iter().map(|(a, k)| ContextAwareResource::new(*a, *k)).collect()
+    list.iter()
+        .map(|(a, k)| ContextAwareResource::new(*a, *k))
+        .collect()
 }
 
 pub fn state(yaml: &str) -> ClusterState {
     let mut s = ClusterState::new();
-    s.load_str(yaml, Path::new("inline.yaml")).expect("cluster state");
+    s.load_str(yaml, Path::new("inline.yaml"))
+        .expect("cluster state");
     s
 }
 
-pub fn host_with(allow: &[(&str, &str)], cluster: ClusterState, faults: FaultPlan, ttl: Duration) -> Arc<HostContext> {
-    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::with_ttl(cluster, faults, ttl)));
-    Arc::new(HostContext::new("test", resources(allow), lookups, LogSink::capture()))
+pub fn host_with(
+    allow: &[(&str, &str)],
+    cluster: ClusterState,
+    faults: FaultPlan,
+    ttl: Duration,
+) -> Arc<HostContext> {
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::with_ttl(
+        cluster, faults, ttl,
+    )));
+    Arc::new(HostContext::new(
+        "test",
+        resources(allow),
+        lookups,
+        LogSink::capture(),
+    ))
 }
 
 pub fn host(allow: &[(&str, &str)], cluster: ClusterState) -> Arc<HostContext> {
@@ -109,7 +134,9 @@ pub fn settings(v: Value) -> Settings {
 /// Runs the test guest once with these settings.
 pub fn run_guest(policy: &Policy, host: &Arc<HostContext>, s: Value) -> AdmissionResponse {
     let req = pod_request(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}));
-    policy.evaluate(host, &req, &settings(s)).expect("evaluation")
+    policy
+        .evaluate(host, &req, &settings(s))
+        .expect("evaluation")
 }
 
 /// Makes host calls through the test guest and returns one line per call (`ok:..`/`err:..`).
@@ -119,14 +146,22 @@ pub fn host_calls(policy: &Policy, host: &Arc<HostContext>, calls: Value) -> Vec
     resp.warnings.unwrap_or_default()
 }
 
-pub fn get_resource(api_version: &str, kind: &str, name: &str, namespace: Option<&str>, disable_cache: bool) -> Value {
+pub fn get_resource(
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+    disable_cache: bool,
+) -> Value {
     json!({"binding": "kubewarden", "namespace": "kubernetes", "operation": "get_resource",
         "payload": {"api_version": api_version, "kind": kind, "name": name, "namespace": namespace,
                     "disable_cache": disable_cache, "field_masks": null}})
 }
 
 pub fn ok_json(line: &str) -> Value {
-    let body = line.strip_prefix("ok:").unwrap_or_else(|| panic!("expected ok:, got {line}"));
+    let body = line
+        .strip_prefix("ok:")
+        .unwrap_or_else(|| panic!("expected ok:, got {line}"));
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
