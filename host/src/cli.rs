@@ -339,10 +339,18 @@ pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
     let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
     let md = metadata(&args.common, &policy, sibling.as_deref())?;
     let allow_list = md.map(|m| m.context_aware_resources).unwrap_or_default();
-    let state = match &args.context {
-        Some(path) => ClusterState::from_file(path)?,
-        None => ClusterState::new(),
-    };
+    // a Linkerd control plane unless the context file brings its own objects of the same names
+    let mut state = ClusterState::new();
+    for object in crate::rollout::default_control_plane() {
+        state.insert(object).map_err(|message| {
+            CliError::Rollout(RolloutError::ClusterState { what: "the control plane".into(), message })
+        })?;
+    }
+    if let Some(path) = &args.context {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ContextError::Read { path: path.clone(), source })?;
+        state.load_str(&text, path)?;
+    }
     let workload = match &args.manifest {
         Some(path) => Workload::from_manifest(path)?,
         None => Workload::default_nginx(args.replicas),

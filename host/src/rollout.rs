@@ -126,6 +126,21 @@ pub fn pod_template_hash(template: &Value) -> String {
     safe_encode(&fnv32a(&bytes).to_string())
 }
 
+/// A dummy trust bundle for the default control plane (not a real certificate).
+pub const DUMMY_TRUST_BUNDLE: &str = "-----BEGIN CERTIFICATE-----\nMIIBwDCCAWagAwIBAgIQZ3Rlc3QtdHJ1c3QtYW5jaG9yMAoGCCqGSM49BAMCMCkx\nJzAlBgNVBAMTHmlkZW50aXR5LmxpbmtlcmQuY2x1c3Rlci5sb2NhbDAeFw0yNjAx\n-----END CERTIFICATE-----\n";
+
+/// The objects of a Linkerd control plane the injector reads: Namespace `linkerd` and the
+/// ConfigMap `linkerd/linkerd-identity-trust-roots` (`ca-bundle.crt`).
+pub fn default_control_plane() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "linkerd", "labels": {"linkerd.io/is-control-plane": "true", "kubernetes.io/metadata.name": "linkerd"}}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"},
+            "data": {"ca-bundle.crt": DUMMY_TRUST_BUNDLE}}),
+    ]
+}
+
 /// The Deployment, its Namespace and other objects of the rollout.
 #[derive(Debug, Clone)]
 pub struct Workload {
