@@ -343,12 +343,17 @@ pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
     let mut state = ClusterState::new();
     for object in crate::rollout::default_control_plane() {
         state.insert(object).map_err(|message| {
-            CliError::Rollout(RolloutError::ClusterState { what: "the control plane".into(), message })
+            CliError::Rollout(RolloutError::ClusterState {
+                what: "the control plane".into(),
+                message,
+            })
         })?;
     }
     if let Some(path) = &args.context {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ContextError::Read { path: path.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ContextError::Read {
+            path: path.clone(),
+            source,
+        })?;
         state.load_str(&text, path)?;
     }
     let workload = match &args.manifest {

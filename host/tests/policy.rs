@@ -11,7 +11,10 @@ use injector_host::engine::{Engine, EngineConfig};
 use injector_host::fault::FaultPlan;
 use injector_host::lookup::{ClusterLookup, LookupSource, Lookups};
 use injector_host::metadata::PolicyMetadata;
-use injector_host::rollout::{Outcome, Rng, RolloutOptions, Workload, classify, default_control_plane, pod_create_request, replica_set_for, run_rollout};
+use injector_host::rollout::{
+    Outcome, Rng, RolloutOptions, Workload, classify, default_control_plane, pod_create_request,
+    replica_set_for, run_rollout,
+};
 use serde_json::json;
 
 fn policy_host() -> Arc<HostContext> {
@@ -20,21 +23,40 @@ fn policy_host() -> Arc<HostContext> {
     for o in default_control_plane() {
         state.insert(o).unwrap();
     }
-    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new())));
-    Arc::new(HostContext::new("policy.wasm", md.context_aware_resources, lookups, LogSink::Discard))
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(
+        state,
+        FaultPlan::new(),
+    )));
+    Arc::new(HostContext::new(
+        "policy.wasm",
+        md.context_aware_resources,
+        lookups,
+        LogSink::Discard,
+    ))
 }
 
 #[test]
 fn declares_its_context_aware_resources() {
     let md = PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml");
-    assert!(md.context_aware_resources.contains(&injector_host::ContextAwareResource::new("apps/v1", "ReplicaSet")));
-    assert!(md.context_aware_resources.contains(&injector_host::ContextAwareResource::new("v1", "Namespace")));
+    assert!(
+        md.context_aware_resources
+            .contains(&injector_host::ContextAwareResource::new(
+                "apps/v1",
+                "ReplicaSet"
+            ))
+    );
+    assert!(
+        md.context_aware_resources
+            .contains(&injector_host::ContextAwareResource::new("v1", "Namespace"))
+    );
 }
 
 #[test]
 fn injects_a_replica_set_pod_in_an_injected_namespace() {
     let engine = Engine::new(EngineConfig::default()).unwrap();
-    let policy = engine.load_policy_file(&policy_wasm_path()).expect("policy.wasm compiles");
+    let policy = engine
+        .load_policy_file(&policy_wasm_path())
+        .expect("policy.wasm compiles");
     let host = policy_host();
     let workload = Workload::default_nginx(1);
     let mut deployment = workload.deployment.clone();
@@ -49,23 +71,44 @@ fn injects_a_replica_set_pod_in_an_injected_namespace() {
     assert!(v.valid, "default settings must be valid: {v:?}");
     let req = pod_create_request(&rs, &mut Rng::new(7));
     let resp = inst.validate(&req, &settings(json!({}))).unwrap();
-    assert_eq!(classify(req.object.as_ref().unwrap(), &resp), Outcome::Injected, "{}", serde_json::to_string(&resp).unwrap());
+    assert_eq!(
+        classify(req.object.as_ref().unwrap(), &resp),
+        Outcome::Injected,
+        "{}",
+        serde_json::to_string(&resp).unwrap()
+    );
 }
 
 #[test]
 fn rollout_of_1000_replicas_injects_every_pod() {
     let engine = Engine::new(EngineConfig::default()).unwrap();
-    let policy = engine.load_policy_file(&policy_wasm_path()).expect("policy.wasm compiles");
+    let policy = engine
+        .load_policy_file(&policy_wasm_path())
+        .expect("policy.wasm compiles");
     let host = policy_host();
-    let opts = RolloutOptions { replicas: 1000, workers: 4, progress: false, ..Default::default() };
+    let opts = RolloutOptions {
+        replicas: 1000,
+        workers: 4,
+        progress: false,
+        ..Default::default()
+    };
     let report = run_rollout(&policy, &host, &Workload::default_nginx(1000), &opts).unwrap();
     assert_eq!(
-        (report.injected, report.skipped, report.rejected, report.errors),
+        (
+            report.injected,
+            report.skipped,
+            report.rejected,
+            report.errors
+        ),
         (1000, 0, 0, 0),
         "{}",
         report.render()
     );
     assert!(report.lookups.made >= 1, "{:?}", report.lookups);
-    assert!(report.lookups.cached >= 1, "the shared cache serves repeated lookups: {:?}", report.lookups);
+    assert!(
+        report.lookups.cached >= 1,
+        "the shared cache serves repeated lookups: {:?}",
+        report.lookups
+    );
     assert_eq!(report.lookups.failed, 0, "{:?}", report.lookups);
 }

@@ -13,12 +13,26 @@ use injector_host::rollout::{RolloutOptions, Workload, run_rollout};
 use serde_json::json;
 
 fn rollout_host() -> Arc<HostContext> {
-    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(ClusterState::new(), FaultPlan::new())));
-    Arc::new(HostContext::new("t", resources(&[("v1", "Namespace"), ("apps/v1", "ReplicaSet")]), lookups, LogSink::Discard))
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(
+        ClusterState::new(),
+        FaultPlan::new(),
+    )));
+    Arc::new(HostContext::new(
+        "t",
+        resources(&[("v1", "Namespace"), ("apps/v1", "ReplicaSet")]),
+        lookups,
+        LogSink::Discard,
+    ))
 }
 
 fn opts(replicas: usize, workers: usize, s: serde_json::Value) -> RolloutOptions {
-    RolloutOptions { replicas, workers, settings: settings(s), progress: false, ..Default::default() }
+    RolloutOptions {
+        replicas,
+        workers,
+        settings: settings(s),
+        progress: false,
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -31,15 +45,37 @@ fn counts_injected_and_shares_the_lookup_cache() {
         "response": {"accepted": true, "mutated_object": proxied},
         "host_calls": [get_resource("v1", "Namespace", "rollout", None, false)]
     });
-    let report = run_rollout(&policy, &host, &Workload::default_nginx(60), &opts(60, 3, s)).unwrap();
-    assert_eq!((report.injected, report.skipped, report.rejected, report.errors), (60, 0, 0, 0), "{report:?}");
+    let report = run_rollout(
+        &policy,
+        &host,
+        &Workload::default_nginx(60),
+        &opts(60, 3, s),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            report.injected,
+            report.skipped,
+            report.rejected,
+            report.errors
+        ),
+        (60, 0, 0, 0),
+        "{report:?}"
+    );
     let ns = report.lookups.by_resource["v1/Namespace"];
     assert_eq!(ns.made + ns.cached, 60);
     assert!(ns.made >= 1);
     assert!(report.replica_set.starts_with("nginx-"));
-    assert_eq!(report.replica_set, format!("nginx-{}", report.pod_template_hash));
+    assert_eq!(
+        report.replica_set,
+        format!("nginx-{}", report.pod_template_hash)
+    );
     assert!(report.latency.max_ms >= report.latency.p50_ms);
-    assert!(report.render().contains("injected       60"), "{}", report.render());
+    assert!(
+        report.render().contains("injected       60"),
+        "{}",
+        report.render()
+    );
 }
 
 #[test]
@@ -57,32 +93,63 @@ fn rollout_objects_are_in_the_cluster_state() {
     assert_eq!((report.skipped, report.injected), (5, 0));
     let stats = &report.lookups.by_resource;
     assert_eq!(stats["v1/Namespace"].failed, 0);
-    assert_eq!(stats["apps/v1/ReplicaSet"].failed, stats["apps/v1/ReplicaSet"].made);
+    assert_eq!(
+        stats["apps/v1/ReplicaSet"].failed,
+        stats["apps/v1/ReplicaSet"].made
+    );
 }
 
 #[test]
 fn rejections_errors_and_invalid_settings() {
     let engine = engine_with_deadline(100);
     let policy = guest(&engine);
-    let report = run_rollout(&policy, &rollout_host(), &Workload::default_nginx(4), &opts(4, 2, json!({"fail": "boom"}))).unwrap();
+    let report = run_rollout(
+        &policy,
+        &rollout_host(),
+        &Workload::default_nginx(4),
+        &opts(4, 2, json!({"fail": "boom"})),
+    )
+    .unwrap();
     assert_eq!(report.rejected, 4);
-    assert_eq!(report.failure_samples["rejected: internal server error: Guest call failure: boom"], 4);
-    let report = run_rollout(&policy, &rollout_host(), &Workload::default_nginx(2), &opts(2, 2, json!({"spin": true}))).unwrap();
+    assert_eq!(
+        report.failure_samples["rejected: internal server error: Guest call failure: boom"],
+        4
+    );
+    let report = run_rollout(
+        &policy,
+        &rollout_host(),
+        &Workload::default_nginx(2),
+        &opts(2, 2, json!({"spin": true})),
+    )
+    .unwrap();
     assert_eq!((report.rejected, report.deadline_exceeded), (2, 2));
-    let err = run_rollout(&policy, &rollout_host(), &Workload::default_nginx(2), &opts(2, 2, json!({"invalid": "nope"}))).unwrap_err();
+    let err = run_rollout(
+        &policy,
+        &rollout_host(),
+        &Workload::default_nginx(2),
+        &opts(2, 2, json!({"invalid": "nope"})),
+    )
+    .unwrap_err();
     assert_eq!(err.to_string(), "Provided settings are not valid: nope");
 }
 
 #[test]
 fn cli_rollout_prints_json() {
-    let module = std::env::temp_dir().join(format!("injector-host-rollout-guest-{}.wasm", std::process::id()));
+    let module = std::env::temp_dir().join(format!(
+        "injector-host-rollout-guest-{}.wasm",
+        std::process::id()
+    ));
     std::fs::write(&module, test_guest_wasm()).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_injector-host"))
         .args(["rollout", "--replicas", "12", "--workers", "3", "--json"])
         .arg(&module)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["skipped"], 12);
     assert_eq!(report["replicas"], 12);

@@ -55,9 +55,17 @@ fn validate(payload: &[u8]) -> CallResult {
     }
     if let Some(msg) = settings.get("log").and_then(Value::as_str) {
         let record = json!({"level": "info", "message": msg, "line": 1, "file": "lib.rs", "component": "test-guest"});
-        host_call("kubewarden", "tracing", "log", &serde_json::to_vec(&record)?)?;
+        host_call(
+            "kubewarden",
+            "tracing",
+            "log",
+            &serde_json::to_vec(&record)?,
+        )?;
     }
-    let mut resp = settings.get("response").cloned().unwrap_or_else(|| json!({}));
+    let mut resp = settings
+        .get("response")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     if resp.get("accepted").is_none() {
         resp["accepted"] = json!(true);
     }
