@@ -77,7 +77,7 @@ fn namespace_annotations(
     ns: &str,
     settings: &Settings,
     cluster: &dyn Cluster,
-) -> Result<BTreeMap<String, String>, Outcome> {
+) -> Result<BTreeMap<String, String>, Box<Outcome>> {
     let lookup = Lookup {
         api_version: "v1",
         kind: "Namespace",
@@ -96,7 +96,7 @@ fn namespace_annotations(
                 "could not read Namespace {ns} to decide on proxy injection: {e} (usually transient; the API server will retry)"
             );
             match settings.policy.namespace_lookup_failure {
-                LookupFailure::Reject => Err(Outcome::rejected(message)),
+                LookupFailure::Reject => Err(Box::new(Outcome::rejected(message))),
                 LookupFailure::Skip => {
                     let mut out = Outcome::unchanged(Verdict::NotApplicable);
                     out.warnings.push(format!(
@@ -106,7 +106,7 @@ fn namespace_annotations(
                         "injection".into(),
                         "skipped: namespace lookup failed".into(),
                     );
-                    Err(out)
+                    Err(Box::new(out))
                 }
             }
         }
@@ -130,7 +130,7 @@ fn admit_service(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) 
     };
     let ns_ann = match namespace_annotations(ns, settings, cluster) {
         Ok(a) => a,
-        Err(outcome) => return outcome,
+        Err(outcome) => return *outcome,
     };
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let value = opaque::default_annotation(
@@ -219,7 +219,7 @@ fn admit_template(
     };
     let ns_ann = match namespace_annotations(ns, settings, cluster) {
         Ok(a) => a,
-        Err(outcome) => return outcome,
+        Err(outcome) => return *outcome,
     };
     let meta = template.get("metadata").unwrap_or(&Value::Null);
     let spec = template.get("spec").unwrap_or(&Value::Null);

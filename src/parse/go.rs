@@ -56,11 +56,7 @@ pub fn format_float(f: f64) -> String {
     if f == 0.0 {
         return format!("{sign}0");
     }
-    // Rust's `{:e}` yields the shortest digits that round-trip, as Go's shortest mode does.
-    let sci = format!("{:e}", f.abs());
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
-    let exp10: i64 = exponent.parse().unwrap_or(0);
+    let (digits, exp10) = shortest_digits(f.abs());
     let nd = i64::try_from(digits.len()).unwrap_or(i64::MAX);
     let digit_at = |i: i64| {
         usize::try_from(i)
@@ -93,6 +89,76 @@ pub fn format_float(f: f64) -> String {
         }
     }
     out
+}
+
+/// Shortest round-trip decimal digits of a positive finite `f` and the exponent of the first one,
+/// chosen as Go's `strconv` chooses them.
+fn shortest_digits(f: f64) -> (Vec<u8>, i64) {
+    // Rust's `{:e}` gives the shortest digits that round-trip and are nearest to `f`, as Go does;
+    // on an exact tie between two such candidates Rust rounds up, Go rounds half to even.
+    let (mut digits, exp10) = split_sci(&format!("{f:e}"));
+    // `f` has at most 767 significant decimal digits, so this is its exact expansion.
+    let (mut exact, _) = split_sci(&format!("{f:.800e}"));
+    while exact.last() == Some(&b'0') {
+        exact.pop();
+    }
+    let nd = digits.len();
+    if exact.len() == nd + 1 && exact.last() == Some(&b'5') {
+        let mut even = exact[..nd].to_vec();
+        if even.last().is_some_and(|d| (d - b'0') % 2 == 1) {
+            increment_ascii(&mut even);
+        }
+        let carried = even.len() > nd;
+        let candidate_exp = exp10 + i64::from(carried);
+        even.truncate(nd);
+        let round_trips = format!("{}e{}", sci_mantissa(&even), candidate_exp)
+            .parse::<f64>()
+            .is_ok_and(|v| v == f);
+        if round_trips {
+            digits = even;
+            return (trim_zeros(digits), candidate_exp);
+        }
+    }
+    (trim_zeros(digits), exp10)
+}
+
+/// `"1.2345e-7"` → (`b"12345"`, -7).
+fn split_sci(sci: &str) -> (Vec<u8>, i64) {
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci, "0"));
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    (digits, exponent.parse().unwrap_or(0))
+}
+
+/// ASCII digits as `d.ddd` for re-parsing.
+fn sci_mantissa(digits: &[u8]) -> String {
+    let mut s = String::with_capacity(digits.len() + 1);
+    for (i, &d) in digits.iter().enumerate() {
+        if i == 1 {
+            s.push('.');
+        }
+        s.push(char::from(d));
+    }
+    s
+}
+
+/// Adds one to ASCII decimal digits, growing on carry (`"99"` → `"100"`).
+fn increment_ascii(digits: &mut Vec<u8>) {
+    for d in digits.iter_mut().rev() {
+        if *d == b'9' {
+            *d = b'0';
+        } else {
+            *d += 1;
+            return;
+        }
+    }
+    digits.insert(0, b'1');
+}
+
+fn trim_zeros(mut digits: Vec<u8>) -> Vec<u8> {
+    while digits.len() > 1 && digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    digits
 }
 
 // === decimal integers ===
