@@ -166,7 +166,7 @@ mod tests {
                 .to_string(),
             "invalid AdmissionReview object"
         );
-        let err = AdmissionRequest::from_document(&json!({"kind": {}})).unwrap_err();
+        let err = AdmissionRequest::from_document(&json!({})).unwrap_err();
         assert!(
             err.to_string().starts_with(
                 "cannot build AdmissionRequest object from given input: missing field `uid`"

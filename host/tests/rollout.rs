@@ -156,3 +156,58 @@ fn cli_rollout_prints_json() {
     assert_eq!(report["policy_deadline"]["limit_ms"], 2000.0);
     assert_eq!(report["webhook_timeout"]["limit_ms"], 10000.0);
 }
+
+#[test]
+fn manifest_gives_deployment_namespace_and_more() {
+    let dir = std::env::temp_dir().join(format!("injector-host-manifest-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("app.yaml");
+    std::fs::write(
+        &path,
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: emojivoto, annotations: {linkerd.io/inject: enabled}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: emojivoto}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}, annotations: {config.linkerd.io/proxy-cpu-request: 100m}}
+    spec: {containers: [{name: web, image: buoyantio/emojivoto-web:v11}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: extra, namespace: emojivoto}
+"#,
+    )
+    .unwrap();
+    let w = Workload::from_manifest(&path).unwrap();
+    assert_eq!(
+        w.namespace["metadata"]["annotations"]["linkerd.io/inject"],
+        "enabled"
+    );
+    assert_eq!(w.others.len(), 1);
+    let engine = engine();
+    let policy = guest(&engine);
+    let host = rollout_host();
+    let s = json!({"echo": true, "response": {"accepted": false}});
+    let report = run_rollout(&policy, &host, &w, &opts(3, 1, s)).unwrap();
+    assert_eq!(report.rejected, 3);
+    assert_eq!(report.deployment, "web");
+    assert_eq!(report.namespace, "emojivoto");
+    let (payload, n) = report.failure_samples.iter().next().unwrap();
+    assert_eq!(*n, 1, "each echo is a different pod");
+    let payload: serde_json::Value =
+        serde_json::from_str(payload.strip_prefix("rejected: ").unwrap()).unwrap();
+    let pod = &payload["request"]["object"];
+    assert_eq!(
+        pod["metadata"]["annotations"]["config.linkerd.io/proxy-cpu-request"],
+        "100m"
+    );
+    assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(payload["request"]["operation"], "CREATE");
+}

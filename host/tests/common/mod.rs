@@ -44,9 +44,12 @@ pub fn test_guest_wasm() -> &'static [u8] {
     })
 }
 
-/// The real policy module, `../policy.wasm` relative to the host crate.
+/// The real policy module: `$INJECTOR_POLICY_WASM`, else `../policy.wasm` relative to the host
+/// crate.
 pub fn policy_wasm_path() -> PathBuf {
-    let path = manifest_dir().join("../policy.wasm");
+    let path = std::env::var_os("INJECTOR_POLICY_WASM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir().join("../policy.wasm"));
     assert!(
         path.exists(),
         "{} is missing: run `make policy.wasm` first",
