@@ -208,6 +208,6 @@ metadata: {name: extra, namespace: emojivoto}
         pod["metadata"]["annotations"]["config.linkerd.io/proxy-cpu-request"],
         "100m"
     );
-    assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
     assert_eq!(payload["request"]["operation"], "CREATE");
 }
