@@ -3,28 +3,43 @@ SHELL := /bin/bash
 CARGO ?= cargo
 WASM_TARGET := wasm32-wasip1
 MODULE := target/$(WASM_TARGET)/release/linkerd_injector_policy.wasm
+HOST := target/host/injector-host
+REPLICAS ?= 1000
+WORKERS ?= 2
 
-.PHONY: all policy.wasm test fmt lint unit clean wasm-target
+.PHONY: all policy.wasm host demo test fmt lint unit host-test clean wasm-target
 
 all: policy.wasm
 
 wasm-target:
 	@rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
 
+# The policy module (size-tuned release profile).
 policy.wasm: wasm-target
 	$(CARGO) build --locked --release --target $(WASM_TARGET) -p linkerd-injector-policy
 	cp $(MODULE) policy.wasm
+
+# The engine, optimised (profile `host`).
+host:
+	$(CARGO) build --locked --profile host -p injector-host
+
+# Main job: the 1,000-replica rollout of linkerd2#3358 through the freshly built module.
+demo: policy.wasm host
+	$(HOST) rollout --replicas $(REPLICAS) --workers $(WORKERS) --metadata-path policy.yaml policy.wasm
 
 fmt:
 	$(CARGO) fmt --all -- --check
 
 lint:
-	$(CARGO) clippy --locked --all-targets -- -D warnings
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
 unit:
 	$(CARGO) test --locked -p linkerd-injector-policy -- --nocapture
 
-test: fmt lint policy.wasm unit
+host-test: policy.wasm
+	$(CARGO) test --locked -p injector-host
+
+test: fmt lint policy.wasm unit host-test
 
 clean:
 	$(CARGO) clean

@@ -341,7 +341,10 @@ fn skipped(
         .collect::<Vec<_>>()
         .join(", ");
     let asked = |v: Option<&String>| matches!(v.map(String::as_str), Some("enabled" | "ingress"));
-    let asked = asked(pod_ann.get(ann::INJECT)) || asked(ns_ann.get(ann::INJECT));
+    // A pod that already has a proxy is not missing one: say nothing, so a second pass
+    // (reinvocation) leaves an injected pod exactly as it is.
+    let asked = (asked(pod_ann.get(ann::INJECT)) || asked(ns_ann.get(ann::INJECT)))
+        && !reasons.contains(&decide::SkipReason::SidecarExists);
     let mut additions = BTreeMap::new();
     if !pod_ann.contains_key(ann::OPAQUE_PORTS)
         && let Some(v) = opaque::default_annotation(

@@ -142,8 +142,10 @@ pub fn effective(
         match Quantity::parse(x) {
             Ok(q) => {
                 *slot = x.to_string();
-                if let Some(cores) = cores {
-                    *cores = Some(q.ceil_value());
+                // Linkerd converts to whole cores the way Kubernetes does; quantities it cannot
+                // convert leave the worker count as it was.
+                if let (Some(cores), Some(n)) = (cores, q.to_whole_cpu_cores()) {
+                    *cores = Some(n);
                 }
             }
             Err(_) => warn(

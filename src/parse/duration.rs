@@ -95,8 +95,11 @@ pub fn parse_go_duration(s: &str) -> Result<i64, DurationError> {
         let mut value = int_part * unit;
         if fraction > 0 {
             // Go: v += uint64(float64(f) * (float64(unit) / scale)); at most 3.6e12, never negative.
-            #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
-            #[allow(clippy::cast_sign_loss)]
+            #[allow(
+                clippy::cast_precision_loss,
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss
+            )]
             let nanos = (fraction as f64 * (unit as f64 / scale)) as u64;
             value = value.checked_add(nanos).ok_or_else(overflow)?;
             if value > LIMIT {

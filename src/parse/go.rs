@@ -408,6 +408,7 @@ fn hex_to_f64(b: &[u8]) -> Option<f64> {
 /// `mantissa * 2^exp2` (plus a non-zero tail below it when `sticky`) rounded to an `f64`;
 /// `None` when it overflows.
 fn binary_to_f64(mantissa: u64, sticky: bool, exp2: i64) -> Option<f64> {
+    const HIDDEN: u64 = 1 << 52;
     if mantissa == 0 {
         return Some(0.0);
     }
@@ -430,7 +431,6 @@ fn binary_to_f64(mantissa: u64, sticky: bool, exp2: i64) -> Option<f64> {
             keep += 1;
         }
     }
-    const HIDDEN: u64 = 1 << 52;
     let bits = if top >= -1022 {
         if keep == HIDDEN << 1 {
             keep >>= 1;
@@ -608,6 +608,10 @@ mod tests {
     #[case::neg_inf(f64::NEG_INFINITY, "-Inf")]
     #[case::fraction(1234.5678, "1234.5678")]
     #[case::max(f64::MAX, "1.7976931348623157e+308")]
+    // exact value ...89453125: Go rounds the tie to even, Rust's shortest formatting rounds up
+    #[case::tie_to_even(f64::from_bits(0x41eb_befc_e11c_a000), "3.7240112728945312e+09")]
+    #[case::tie_to_even_small(f64::from_bits(0x42da_9992_ea55_b248), "1.1698758859744912e+14")]
+    #[case::shortest_not_ryu(4.468743327960138e16, "4.468743327960138e+16")]
     fn formats_floats_like_go(#[case] input: f64, #[case] expected: &str) {
         assert_eq!(format_float(input), expected);
     }

@@ -123,10 +123,12 @@ impl Quantity {
         Ok(quantity)
     }
 
-    /// The value rounded up to an integer, away from zero, like Kubernetes' `Quantity.Value()`:
-    /// `500m` → 1, `1.5` → 2, `2500m` → 3, `1Ki` → 1024, `-1.5` → -2.
+    /// The value rounded up to an integer, like Kubernetes' `Quantity.Value()`: `500m` → 1,
+    /// `1.5` → 2, `2500m` → 3, `1Ki` → 1024.
     ///
-    /// Saturates at `i64::MAX`/`i64::MIN` where Kubernetes would overflow.
+    /// Negative values round away from zero (`-1.5` → -2), as Kubernetes does for most of them
+    /// (its arbitrary-precision path rounds some toward +∞ instead). Saturates at
+    /// `i64::MAX`/`i64::MIN` where Kubernetes returns 0 or a wrapped value.
     pub fn ceil_value(&self) -> i64 {
         let magnitude = self.ceil_magnitude();
         let signed = if self.negative {
@@ -395,13 +397,17 @@ fn fast_path(scanned: &Scanned<'_>, exponent: i32, format: Format) -> Option<Qua
     let num_len = i32::try_from(scanned.num.len()).ok()?;
     let denom_len = i32::try_from(scanned.denom.len()).ok()?;
     let (mut scale, precision, multiplier) = match format {
-        Format::DecimalSi | Format::DecimalExponent => (exponent, 18 - (num_len + denom_len), 1i64),
+        Format::DecimalSi | Format::DecimalExponent => (
+            exponent,
+            18i32.saturating_sub(num_len.saturating_add(denom_len)),
+            1i64,
+        ),
         Format::BinarySi if exponent >= 0 && denom_len == 0 => {
             // Kubernetes: int32(float32(exponent)*3/10), exact for the six binary exponents
             let decimal_digits = exponent * 3 / 10;
             (
                 0,
-                15 - num_len - decimal_digits - 1,
+                14i32.saturating_sub(num_len).saturating_sub(decimal_digits),
                 1i64.checked_shl(exponent.unsigned_abs())?,
             )
         }
