@@ -7,7 +7,6 @@ use rstest::rstest;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-
 fn spec() -> Value {
     json!({"containers": [{"name": "app", "ports": [{"name": "http", "containerPort": 8080}]}]})
 }

@@ -23,12 +23,28 @@ fn policy_metadata_declares_what_the_module_needs() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["apiVersion"].as_str().unwrap().into(), r["kind"].as_str().unwrap().into()))
+        .map(|r| {
+            (
+                r["apiVersion"].as_str().unwrap().into(),
+                r["kind"].as_str().unwrap().into(),
+            )
+        })
         .collect();
-    for (api, kind) in [("v1", "Namespace"), ("apps/v1", "ReplicaSet"), ("batch/v1", "Job"), ("v1", "ConfigMap")] {
-        assert!(declared.contains(&(api.into(), kind.into())), "{api}/{kind} not declared");
+    for (api, kind) in [
+        ("v1", "Namespace"),
+        ("apps/v1", "ReplicaSet"),
+        ("batch/v1", "Job"),
+        ("v1", "ConfigMap"),
+    ] {
+        assert!(
+            declared.contains(&(api.into(), kind.into())),
+            "{api}/{kind} not declared"
+        );
     }
-    assert_eq!(m["annotations"]["io.kubewarden.policy.version"], json!(env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        m["annotations"]["io.kubewarden.policy.version"],
+        json!(env!("CARGO_PKG_VERSION"))
+    );
 }
 
 #[test]
@@ -41,13 +57,21 @@ fn artifacthub_package_agrees_with_policy_metadata() {
     assert_eq!(a["displayName"], ann["io.artifacthub.displayName"]);
     assert_eq!(a["description"], ann["io.kubewarden.policy.description"]);
     assert_eq!(a["license"], ann["io.kubewarden.policy.license"]);
-    let image = format!("{}:v{}", ann["io.kubewarden.policy.ociUrl"].as_str().unwrap(), a["version"].as_str().unwrap());
+    let image = format!(
+        "{}:v{}",
+        ann["io.kubewarden.policy.ociUrl"].as_str().unwrap(),
+        a["version"].as_str().unwrap()
+    );
     assert_eq!(a["containersImages"][0]["image"], json!(image));
     let aa = &a["annotations"];
-    assert_eq!(aa["kubewarden/mutation"], json!(m["mutating"].as_bool().unwrap().to_string()));
+    assert_eq!(
+        aa["kubewarden/mutation"],
+        json!(m["mutating"].as_bool().unwrap().to_string())
+    );
     let rules: Value = serde_yaml::from_str(aa["kubewarden/rules"].as_str().unwrap()).unwrap();
     assert_eq!(rules, m["rules"]);
-    let car: Value = serde_yaml::from_str(aa["kubewarden/contextAwareResources"].as_str().unwrap()).unwrap();
+    let car: Value =
+        serde_yaml::from_str(aa["kubewarden/contextAwareResources"].as_str().unwrap()).unwrap();
     assert_eq!(car, m["contextAwareResources"]);
     assert_eq!(aa["kubewarden/resources"], ann["io.artifacthub.resources"]);
 }
