@@ -5,6 +5,7 @@ use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
 use crate::config::{self, Layers};
 use crate::decide::{self, Decision, DecisionInput};
+use crate::guard;
 use crate::inject::Plan;
 use crate::opaque;
 use crate::outcome::{Outcome, Verdict};
@@ -15,6 +16,8 @@ use crate::settings::{LookupFailure, Settings};
 use crate::trust;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+
+type StringMap = BTreeMap<String, String>;
 
 /// The parts of an AdmissionRequest the core reads.
 #[derive(Debug, Clone, Copy)]
@@ -29,12 +32,9 @@ pub struct Request<'a> {
 fn template_path(kind: &str) -> Option<&'static [&'static str]> {
     match kind {
         "Pod" => Some(&[]),
-        "Deployment"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "ReplicationController"
-        | "Job" => Some(&["spec", "template"]),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" | "ReplicationController" | "Job" => {
+            Some(&["spec", "template"])
+        }
         "CronJob" => Some(&["spec", "jobTemplate", "spec", "template"]),
         _ => None,
     }
@@ -73,24 +73,33 @@ fn request_namespace<'a>(req: &Request<'a>) -> Result<&'a str, String> {
 }
 
 /// The namespace's annotations, or the outcome to return when they cannot be read.
-fn namespace_annotations(
+/// The namespace's annotations and labels, or the outcome to return when they cannot be read.
+/// Labels are only asked for when a setting needs them.
+fn namespace_metadata(
     ns: &str,
     settings: &Settings,
     cluster: &dyn Cluster,
-) -> Result<BTreeMap<String, String>, Box<Outcome>> {
+) -> Result<(StringMap, StringMap), Box<Outcome>> {
     let lookup = Lookup {
         api_version: "v1",
         kind: "Namespace",
         name: ns.to_string(),
         namespace: None,
         disable_cache: false,
-        field_masks: &["metadata.annotations"],
+        field_masks: if settings.policy.exempt_label().is_some() {
+            &["metadata.annotations", "metadata.labels"]
+        } else {
+            &["metadata.annotations"]
+        },
     };
     match cluster.get(&lookup) {
-        Ok(obj) => Ok(pod::string_map(
-            obj.get("metadata").unwrap_or(&Value::Null),
-            "annotations",
-        )),
+        Ok(obj) => {
+            let meta = obj.get("metadata").unwrap_or(&Value::Null);
+            Ok((
+                pod::string_map(meta, "annotations"),
+                pod::string_map(meta, "labels"),
+            ))
+        }
         Err(e) => {
             let message = format!(
                 "could not read Namespace {ns} to decide on proxy injection: {e} (usually transient; the API server will retry)"
@@ -102,10 +111,8 @@ fn namespace_annotations(
                     out.warnings.push(format!(
                         "{message}; admitted without a proxy (policy.namespaceLookupFailure: skip)"
                     ));
-                    out.audit_annotations.insert(
-                        "injection".into(),
-                        "skipped: namespace lookup failed".into(),
-                    );
+                    out.audit_annotations
+                        .insert("injection".into(), "skipped: namespace lookup failed".into());
                     Err(Box::new(out))
                 }
             }
@@ -128,8 +135,8 @@ fn admit_service(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) 
         Ok(ns) => ns,
         Err(msg) => return Outcome::rejected(msg),
     };
-    let ns_ann = match namespace_annotations(ns, settings, cluster) {
-        Ok(a) => a,
+    let ns_ann = match namespace_metadata(ns, settings, cluster) {
+        Ok((a, _)) => a,
         Err(outcome) => return *outcome,
     };
     let spec = obj.get("spec").unwrap_or(&Value::Null);
@@ -196,12 +203,7 @@ fn navigate_mut<'v>(object: &'v mut Value, path: &[&str]) -> Option<&'v mut Map<
         .as_object_mut()
 }
 
-fn admit_template(
-    req: &Request<'_>,
-    path: &[&str],
-    settings: &Settings,
-    cluster: &dyn Cluster,
-) -> Outcome {
+fn admit_template(req: &Request<'_>, path: &[&str], settings: &Settings, cluster: &dyn Cluster) -> Outcome {
     let at = if path.is_empty() {
         "object".to_string()
     } else {
@@ -217,8 +219,8 @@ fn admit_template(
         Ok(ns) => ns,
         Err(msg) => return Outcome::rejected(msg),
     };
-    let ns_ann = match namespace_annotations(ns, settings, cluster) {
-        Ok(a) => a,
+    let (ns_ann, ns_labels) = match namespace_metadata(ns, settings, cluster) {
+        Ok(m) => m,
         Err(outcome) => return *outcome,
     };
     let meta = template.get("metadata").unwrap_or(&Value::Null);
@@ -271,6 +273,15 @@ fn admit_template(
     };
 
     let cx = Context::new(&config, spec, &bundle);
+    let subject = guard::Subject {
+        pod_annotations: &pod_ann,
+        ns_annotations: &ns_ann,
+        ns_labels: &ns_labels,
+        namespace: ns,
+    };
+    if let Err(e) = guard::check(settings, &config, &cx, &subject) {
+        return Outcome::rejected(e.to_string());
+    }
     let mut annotations: BTreeMap<String, String> = ann::INHERITED_FROM_NAMESPACE
         .iter()
         .filter(|k| !pod_ann.contains_key(**k))
@@ -302,9 +313,7 @@ fn admit_template(
     };
     plan.apply(target);
 
-    let mut out = Outcome::unchanged(Verdict::Injected {
-        owner: owner.clone(),
-    });
+    let mut out = Outcome::unchanged(Verdict::Injected { owner: owner.clone() });
     out.warnings = config.warnings;
     if resolution.is_fallback() {
         out.warnings.push(format!(
@@ -367,8 +376,7 @@ fn skipped(
     if !additions.is_empty() {
         let mut mutated = req.object.clone();
         if let Some(target) = navigate_mut(&mut mutated, path) {
-            let annotations =
-                pod::object_entry(pod::object_entry(target, "metadata"), "annotations");
+            let annotations = pod::object_entry(pod::object_entry(target, "metadata"), "annotations");
             for (k, v) in additions {
                 annotations.insert(k, Value::String(v));
             }

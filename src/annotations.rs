@@ -46,12 +46,9 @@ pub const OUTBOUND_CONNECT_TIMEOUT: &str = "config.linkerd.io/proxy-outbound-con
 pub const INBOUND_CONNECT_TIMEOUT: &str = "config.linkerd.io/proxy-inbound-connect-timeout";
 pub const OUTBOUND_DISCOVERY_TIMEOUT: &str =
     "config.linkerd.io/proxy-outbound-discovery-cache-unused-timeout";
-pub const INBOUND_DISCOVERY_TIMEOUT: &str =
-    "config.linkerd.io/proxy-inbound-discovery-cache-unused-timeout";
-pub const DISABLE_OUTBOUND_DETECT: &str =
-    "config.linkerd.io/proxy-disable-outbound-protocol-detect-timeout";
-pub const DISABLE_INBOUND_DETECT: &str =
-    "config.linkerd.io/proxy-disable-inbound-protocol-detect-timeout";
+pub const INBOUND_DISCOVERY_TIMEOUT: &str = "config.linkerd.io/proxy-inbound-discovery-cache-unused-timeout";
+pub const DISABLE_OUTBOUND_DETECT: &str = "config.linkerd.io/proxy-disable-outbound-protocol-detect-timeout";
+pub const DISABLE_INBOUND_DETECT: &str = "config.linkerd.io/proxy-disable-inbound-protocol-detect-timeout";
 pub const SHUTDOWN_GRACE_PERIOD: &str = "config.linkerd.io/shutdown-grace-period";
 pub const PROXY_AWAIT: &str = "config.linkerd.io/proxy-await";
 pub const DEFAULT_INBOUND_POLICY: &str = "config.linkerd.io/default-inbound-policy";

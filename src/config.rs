@@ -119,23 +119,11 @@ pub fn effective(
     let res = &mut v.proxy.resources;
     let workers = &mut v.proxy.runtime.workers;
     for (key, slot, cores) in [
-        (
-            ann::CPU_REQUEST,
-            &mut res.cpu.request,
-            Some(&mut workers.minimum),
-        ),
-        (
-            ann::CPU_LIMIT,
-            &mut res.cpu.limit,
-            Some(&mut workers.maximum),
-        ),
+        (ann::CPU_REQUEST, &mut res.cpu.request, Some(&mut workers.minimum)),
+        (ann::CPU_LIMIT, &mut res.cpu.limit, Some(&mut workers.maximum)),
         (ann::MEMORY_REQUEST, &mut res.memory.request, None),
         (ann::MEMORY_LIMIT, &mut res.memory.limit, None),
-        (
-            ann::EPHEMERAL_REQUEST,
-            &mut res.ephemeral_storage.request,
-            None,
-        ),
+        (ann::EPHEMERAL_REQUEST, &mut res.ephemeral_storage.request, None),
         (ann::EPHEMERAL_LIMIT, &mut res.ephemeral_storage.limit, None),
     ] {
         let Some(x) = get(key) else { continue };
@@ -202,10 +190,7 @@ pub fn effective(
         }
     }
     for (key, slot) in [
-        (
-            ann::EXTERNAL_PROFILES,
-            &mut v.proxy.enable_external_profiles,
-        ),
+        (ann::EXTERNAL_PROFILES, &mut v.proxy.enable_external_profiles),
         (ann::HOSTNAME_LABELS, &mut v.proxy.metrics.hostname_labels),
         (
             ann::DISABLE_OUTBOUND_DETECT,
@@ -263,12 +248,7 @@ pub fn effective(
         if let Some(x) = get(key) {
             match duration::parse_go_duration(x) {
                 Ok(nanos) => *slot = format(nanos),
-                Err(_) => warn(
-                    key,
-                    x,
-                    "a duration such as \"500ms\" or \"5s\"",
-                    quoted(slot),
-                ),
+                Err(_) => warn(key, x, "a duration such as \"500ms\" or \"5s\"", quoted(slot)),
             }
         }
     }

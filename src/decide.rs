@@ -98,10 +98,7 @@ pub fn decide(input: DecisionInput<'_>) -> Decision {
 const VALID: &[&str] = &["enabled", "disabled", "ingress"];
 
 /// The inject-annotation part of the table: `Ok((ingress, where))` or the skip reason.
-pub fn inject_annotation(
-    pod: Option<&str>,
-    ns: Option<&str>,
-) -> Result<(bool, AnnotationAt), SkipReason> {
+pub fn inject_annotation(pod: Option<&str>, ns: Option<&str>) -> Result<(bool, AnnotationAt), SkipReason> {
     let pod = pod.filter(|v| !v.is_empty());
     let ns = ns.filter(|v| !v.is_empty());
     if ns.is_some_and(|v| !VALID.contains(&v)) {

@@ -29,9 +29,8 @@ impl Cluster for HostCluster {
             disable_cache: lookup.disable_cache,
             field_masks: (!lookup.field_masks.is_empty()).then_some(lookup.field_masks),
         };
-        let payload = serde_json::to_vec(&request).map_err(|e| {
-            LookupError::Failed(format!("lookup of {what}: cannot encode request: {e}"))
-        })?;
+        let payload = serde_json::to_vec(&request)
+            .map_err(|e| LookupError::Failed(format!("lookup of {what}: cannot encode request: {e}")))?;
         let answer = host_call("kubewarden", "kubernetes", "get_resource", &payload)
             .map_err(|e| classify_host_error(&what, &e.to_string()))?;
         let object: Value = serde_json::from_slice(&answer)

@@ -38,8 +38,7 @@ impl Plan {
         Self {
             annotations,
             labels,
-            xtables_volume: (!cni)
-                .then(|| render::xtables_volume(&v.proxy_init.xt_mount_path.name)),
+            xtables_volume: (!cni).then(|| render::xtables_volume(&v.proxy_init.xt_mount_path.name)),
             init: if cni {
                 render::network_validator(cx)
             } else {

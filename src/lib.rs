@@ -9,6 +9,7 @@ pub mod annotations;
 pub mod cluster;
 pub mod config;
 pub mod decide;
+pub mod guard;
 pub mod host;
 pub mod inject;
 pub mod opaque;
@@ -27,10 +28,7 @@ use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 pub extern "C" fn wapc_init() {
     guest::register_function("validate", validate);
     guest::register_function("validate_settings", validate_settings);
-    guest::register_function(
-        "protocol_version",
-        kubewarden_policy_sdk::protocol_version_guest,
-    );
+    guest::register_function("protocol_version", kubewarden_policy_sdk::protocol_version_guest);
 }
 
 fn validate(payload: &[u8]) -> CallResult {

@@ -102,13 +102,9 @@ pub fn resolve(meta: &Value, namespace: &str, cluster: &dyn Cluster) -> Resolved
     let kind = only.get("kind").and_then(Value::as_str).unwrap_or("");
     let name = only.get("name").and_then(Value::as_str).unwrap_or("");
     match kind {
-        "ReplicaSet" => via_lookup(
-            ("apps/v1", "ReplicaSet"),
-            name,
-            namespace,
-            cluster,
-            |parent| parent.filter(|p| RS_PARENTS.contains(&p.kind.as_str())),
-        )
+        "ReplicaSet" => via_lookup(("apps/v1", "ReplicaSet"), name, namespace, cluster, |parent| {
+            parent.filter(|p| RS_PARENTS.contains(&p.kind.as_str()))
+        })
         .unwrap_or_else(|error| match deployment_by_hash(meta, name) {
             Some(deploy) => Resolved {
                 owner: deploy,
@@ -120,14 +116,12 @@ pub fn resolve(meta: &Value, namespace: &str, cluster: &dyn Cluster) -> Resolved
             },
         })
         .or_default("replicaset", name),
-        "Job" => via_lookup(("batch/v1", "Job"), name, namespace, cluster, |parent| {
-            parent
-        })
-        .unwrap_or_else(|error| Resolved {
-            owner: Owner::new("job", name),
-            resolution: Resolution::Fallback { error },
-        })
-        .or_default("job", name),
+        "Job" => via_lookup(("batch/v1", "Job"), name, namespace, cluster, |parent| parent)
+            .unwrap_or_else(|error| Resolved {
+                owner: Owner::new("job", name),
+                resolution: Resolution::Fallback { error },
+            })
+            .or_default("job", name),
         _ => direct(kind, name),
     }
 }

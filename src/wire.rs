@@ -60,8 +60,8 @@ pub fn validate(payload: &[u8], cluster: &dyn Cluster) -> Vec<u8> {
 }
 
 fn decode(payload: &[u8]) -> Result<(Value, Settings), String> {
-    let payload: Payload = serde_json::from_slice(payload)
-        .map_err(|e| format!("validate payload: not a valid request: {e}"))?;
+    let payload: Payload =
+        serde_json::from_slice(payload).map_err(|e| format!("validate payload: not a valid request: {e}"))?;
     let settings = Settings::from_value(payload.settings).map_err(|e| e.to_string())?;
     if !payload.request.is_object() {
         return Err("request: must be an AdmissionRequest object".into());
@@ -100,8 +100,7 @@ pub fn encode(outcome: Outcome) -> Vec<u8> {
         code: None,
         message,
         mutated_object: outcome.mutated,
-        audit_annotations: (!outcome.audit_annotations.is_empty())
-            .then_some(outcome.audit_annotations),
+        audit_annotations: (!outcome.audit_annotations.is_empty()).then_some(outcome.audit_annotations),
         warnings: (!outcome.warnings.is_empty()).then_some(outcome.warnings),
     };
     serde_json::to_vec(&response).unwrap_or_default()

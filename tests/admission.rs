@@ -14,7 +14,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 fn settings(extra: Value) -> Settings {
-    let mut base = json!({"identityTrustAnchorsPEM": "PEM", "linkerdVersion": "v1", "policy": {"createdBy": "test"}});
+    let mut base =
+        json!({"identityTrustAnchorsPEM": "PEM", "linkerdVersion": "v1", "policy": {"createdBy": "test"}});
     merge(&mut base, extra);
     Settings::from_value(base).unwrap()
 }
@@ -43,11 +44,7 @@ fn cluster(ns_annotations: Value) -> MemoryCluster {
     MemoryCluster::new(vec![namespace("shop", ns_annotations)])
 }
 
-fn run(
-    object: &Value,
-    s: &Settings,
-    c: &MemoryCluster,
-) -> linkerd_injector_policy::outcome::Outcome {
+fn run(object: &Value, s: &Settings, c: &MemoryCluster) -> linkerd_injector_policy::outcome::Outcome {
     admit("Pod", object, "shop", s, c)
 }
 
@@ -87,10 +84,7 @@ fn skipped_pod_that_asked_gets_the_reasons() {
 #[test]
 fn skipped_pod_that_did_not_ask_only_gets_opaque_ports() {
     let out = run(&pod(json!({})), &settings(json!({})), &cluster(json!({})));
-    assert_eq!(
-        out.verdict,
-        Verdict::Skipped(vec![SkipReason::EnableAbsent])
-    );
+    assert_eq!(out.verdict, Verdict::Skipped(vec![SkipReason::EnableAbsent]));
     let m = out.mutated.unwrap();
     assert_eq!(
         m["metadata"]["annotations"],
@@ -129,11 +123,7 @@ fn namespace_lookup_failure_rejects_as_transient() {
             "could not read Namespace shop to decide on proxy injection: lookup of Namespace shop failed: timeout (usually transient; the API server will retry)".into()
         )
     );
-    let missing = run(
-        &pod(json!({})),
-        &settings(json!({})),
-        &MemoryCluster::new(vec![]),
-    );
+    let missing = run(&pod(json!({})), &settings(json!({})), &MemoryCluster::new(vec![]));
     assert!(missing.is_rejected());
 }
 
@@ -210,12 +200,7 @@ fn only_the_lookups_needed() {
     );
     let l = &c.lookups()[0];
     assert_eq!(
-        (
-            l.api_version,
-            l.kind,
-            l.name.as_str(),
-            l.namespace.as_deref()
-        ),
+        (l.api_version, l.kind, l.name.as_str(), l.namespace.as_deref()),
         ("v1", "Namespace", "shop", None)
     );
     assert_eq!(l.field_masks, ["metadata.annotations"]);
@@ -293,10 +278,7 @@ fn non_native_with_await_puts_the_proxy_first() {
     let m = run(&with_init, &settings(json!({})), &cluster(json!({})))
         .mutated
         .unwrap();
-    assert_eq!(
-        names(&m["spec"]["containers"]),
-        vec!["linkerd-proxy", "app"]
-    );
+    assert_eq!(names(&m["spec"]["containers"]), vec!["linkerd-proxy", "app"]);
     assert_eq!(
         names(&m["spec"]["initContainers"]),
         vec!["vault-agent", "linkerd-init"]
@@ -329,13 +311,9 @@ fn non_native_without_await_appends_the_proxy() {
 #[test]
 fn cni_mode_adds_the_network_validator() {
     let p = pod(json!({"linkerd.io/inject": "enabled"}));
-    let m = run(
-        &p,
-        &settings(json!({"cniEnabled": true})),
-        &cluster(json!({})),
-    )
-    .mutated
-    .unwrap();
+    let m = run(&p, &settings(json!({"cniEnabled": true})), &cluster(json!({})))
+        .mutated
+        .unwrap();
     assert_eq!(
         names(&m["spec"]["initContainers"]),
         vec!["linkerd-network-validator", "linkerd-proxy"]
@@ -510,10 +488,7 @@ fn every_env_var_in_linkerds_order() {
     assert_eq!(get("LINKERD2_PROXY_CORES_MAX"), json!("2"));
     assert_eq!(get("LINKERD2_PROXY_CORES_MAX_RATIO"), json!("0.5"));
     assert_eq!(get("LINKERD2_PROXY_INGRESS_MODE"), json!("true"));
-    assert_eq!(
-        get("LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD"),
-        json!("30000ms")
-    );
+    assert_eq!(get("LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD"), json!("30000ms"));
     assert_eq!(
         get("LINKERD2_PROXY_TRACE_COLLECTOR_SVC_NAME"),
         json!("collector.tracing.serviceaccount.identity.linkerd.cluster.local")
@@ -553,10 +528,7 @@ fn workload_templates_are_injected_with_the_workload_as_owner() {
         t["metadata"]["labels"]["linkerd.io/proxy-deployment"],
         json!("web")
     );
-    assert_eq!(
-        t["metadata"]["labels"]["linkerd.io/workload-ns"],
-        json!("shop")
-    );
+    assert_eq!(t["metadata"]["labels"]["linkerd.io/workload-ns"], json!("shop"));
     assert_eq!(
         names(&t["spec"]["initContainers"]),
         vec!["linkerd-init", "linkerd-proxy"]
@@ -581,11 +553,7 @@ fn workload_templates_are_injected_with_the_workload_as_owner() {
         json!("enabled"),
         "template metadata created"
     );
-    assert!(
-        t["metadata"]["labels"]
-            .get("linkerd.io/proxy-cronjob")
-            .is_none()
-    );
+    assert!(t["metadata"]["labels"].get("linkerd.io/proxy-cronjob").is_none());
 }
 
 #[test]
@@ -600,10 +568,7 @@ fn injecting_an_injected_pod_changes_nothing() {
             .mutated
             .unwrap();
         let second = run(&first, &s, &c);
-        assert_eq!(
-            second.verdict,
-            Verdict::Skipped(vec![SkipReason::SidecarExists])
-        );
+        assert_eq!(second.verdict, Verdict::Skipped(vec![SkipReason::SidecarExists]));
         assert_eq!(second.mutated, None);
         assert!(second.warnings.is_empty());
     }
@@ -628,10 +593,7 @@ fn malformed_shapes_are_rejected_naming_the_field() {
         ),
         (json!("pod"), "object: must be an object"),
     ] {
-        assert_eq!(
-            run(&object, &s, &c).verdict,
-            Verdict::Rejected(message.into())
-        );
+        assert_eq!(run(&object, &s, &c).verdict, Verdict::Rejected(message.into()));
     }
 }
 
@@ -654,9 +616,7 @@ fn wire_output_is_deterministic_and_complete() {
     assert_eq!(r["accepted"], json!(true));
     assert_eq!(r["audit_annotations"]["injection"], json!("injected"));
     assert!(
-        r["mutated_object"]["metadata"]
-            .get("creationTimestamp")
-            .is_some(),
+        r["mutated_object"]["metadata"].get("creationTimestamp").is_some(),
         "null fields are kept"
     );
     let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
@@ -677,10 +637,7 @@ fn wire_output_is_deterministic_and_complete() {
 fn wire_rejects_malformed_payloads() {
     let c = cluster(json!({}));
     for (bytes, prefix) in [
-        (
-            b"not json".to_vec(),
-            "validate payload: not a valid request:",
-        ),
+        (b"not json".to_vec(), "validate payload: not a valid request:"),
         (
             b"{\"settings\":{}}".to_vec(),
             "validate payload: not a valid request: missing field `request`",

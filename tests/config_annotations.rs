@@ -136,7 +136,10 @@ fn invalid_port_warning_text() {
     let cfg = run(&[("config.linkerd.io/admin-port", "0")], &[]).unwrap();
     assert_eq!(
         cfg.warnings,
-        vec!["annotation config.linkerd.io/admin-port: invalid value \"0\" (a port 1-65535); using 4191".to_string()]
+        vec![
+            "annotation config.linkerd.io/admin-port: invalid value \"0\" (a port 1-65535); using 4191"
+                .to_string()
+        ]
     );
 }
 
@@ -194,10 +197,7 @@ fn native_sidecar_precedence_ga_then_beta_then_alpha() {
     let beta_over_alpha = run(
         &[
             ("config.beta.linkerd.io/proxy-enable-native-sidecar", "true"),
-            (
-                "config.alpha.linkerd.io/proxy-enable-native-sidecar",
-                "false",
-            ),
+            ("config.alpha.linkerd.io/proxy-enable-native-sidecar", "false"),
         ],
         &[],
     )
@@ -223,13 +223,7 @@ fn additional_env_merges_by_name_across_layers() {
         .proxy
         .additional_env
         .iter()
-        .map(|e| {
-            format!(
-                "{}={}",
-                e["name"].as_str().unwrap(),
-                e["value"].as_str().unwrap()
-            )
-        })
+        .map(|e| format!("{}={}", e["name"].as_str().unwrap(), e["value"].as_str().unwrap()))
         .collect();
     assert_eq!(names, vec!["A=ns", "B=pod", "C=pod"]);
 }

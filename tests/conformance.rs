@@ -42,11 +42,7 @@ fn pod_case(input: &str, ns: &str, expected: &str, extra: Value) {
         without_nulls(&theirs),
         "{input} in ns {ns} vs {expected}"
     );
-    assert_eq!(
-        lost_path(&pod, &ours, ""),
-        None,
-        "{input}: input field lost"
-    );
+    assert_eq!(lost_path(&pod, &ours, ""), None, "{input}: input field lost");
     PASSED.fetch_add(1, Ordering::SeqCst);
 }
 
@@ -54,18 +50,8 @@ fn pod_case(input: &str, ns: &str, expected: &str, extra: Value) {
 fn get_pod_patch_fixtures() {
     let inject = json!({"linkerd.io/inject": "enabled"});
     pod_case("pod-inject-empty.yaml", "enabled", "pod.patch.json", inject);
-    pod_case(
-        "pod-inject-enabled.yaml",
-        "enabled",
-        "pod.patch.json",
-        json!({}),
-    );
-    pod_case(
-        "pod-inject-enabled.yaml",
-        "none",
-        "pod.patch.json",
-        json!({}),
-    );
+    pod_case("pod-inject-enabled.yaml", "enabled", "pod.patch.json", json!({}));
+    pod_case("pod-inject-enabled.yaml", "none", "pod.patch.json", json!({}));
     pod_case(
         "pod-with-debug-disabled.yaml",
         "none",
@@ -124,10 +110,7 @@ fn service_case(input: &str, ns: &str, expected: Option<&str>) {
             Some(apply_patch(&svc, &load(WEBHOOK_DATA, patch))),
             "{input}"
         ),
-        None => assert_eq!(
-            outcome.mutated, None,
-            "{input} in ns {ns} must be unchanged"
-        ),
+        None => assert_eq!(outcome.mutated, None, "{input} in ns {ns} must be unchanged"),
     }
     PASSED.fetch_add(1, Ordering::SeqCst);
 }

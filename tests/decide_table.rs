@@ -90,11 +90,7 @@ fn other_skip_reasons(#[case] spec: Value, #[case] expected: Vec<SkipReason>) {
 #[case::no_token_mount(json!({"containers": [{"name": "a"}]}), false, true)]
 #[case::mount_present(plain_spec(), false, false)]
 #[case::projection_on(json!({"automountServiceAccountToken": false, "containers": [{"name": "a"}]}), true, false)]
-fn service_account_token_rule(
-    #[case] spec: Value,
-    #[case] projection: bool,
-    #[case] skipped: bool,
-) {
+fn service_account_token_rule(#[case] spec: Value, #[case] projection: bool, #[case] skipped: bool) {
     let got = decide(DecisionInput {
         spec: &spec,
         pod_inject: Some("enabled"),

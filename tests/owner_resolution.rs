@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 fn pod_meta(owner_kind: Option<&str>, owner_name: &str, hash: Option<&str>) -> Value {
     let mut meta = json!({"name": "", "generateName": "web-7d9c6b5f4-", "labels": {"app": "web"}});
     if let Some(kind) = owner_kind {
-        meta["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": kind, "name": owner_name, "controller": true}]);
+        meta["ownerReferences"] =
+            json!([{"apiVersion": "apps/v1", "kind": kind, "name": owner_name, "controller": true}]);
     }
     if let Some(h) = hash {
         meta["labels"]["pod-template-hash"] = json!(h);
@@ -18,8 +19,7 @@ fn pod_meta(owner_kind: Option<&str>, owner_name: &str, hash: Option<&str>) -> V
 
 fn object(kind: &str, name: &str, parent: Option<(&str, &str)>) -> Value {
     let api = if kind == "Job" { "batch/v1" } else { "apps/v1" };
-    let mut o =
-        json!({"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "shop"}});
+    let mut o = json!({"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "shop"}});
     if let Some((k, n)) = parent {
         o["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": k, "name": n}]);
     }
@@ -62,9 +62,12 @@ fn resolves_through_lookups(
     assert_eq!(got.owner, expected);
     assert!(!got.resolution.is_fallback());
     assert_eq!(cluster.lookups().len(), lookups);
-    assert!(cluster.lookups().iter().all(
-        |l| !l.disable_cache && l.field_masks == ["metadata.name", "metadata.ownerReferences"]
-    ));
+    assert!(
+        cluster
+            .lookups()
+            .iter()
+            .all(|l| !l.disable_cache && l.field_masks == ["metadata.name", "metadata.ownerReferences"])
+    );
 }
 
 #[test]
@@ -125,11 +128,7 @@ fn not_found_is_not_retried() {
             error: LookupError::NotFound(_)
         }
     ));
-    assert_eq!(
-        cluster.lookups().len(),
-        1,
-        "an authoritative not-found is final"
-    );
+    assert_eq!(cluster.lookups().len(), 1, "an authoritative not-found is final");
 }
 
 #[test]
@@ -152,11 +151,7 @@ fn failed_job_lookup_keeps_the_job() {
     let cluster = MemoryCluster::new(vec![])
         .fail("Job", err.clone())
         .fail("Job", err.clone());
-    let got = resolve(
-        &pod_meta(Some("Job"), "backup-2901", None),
-        "shop",
-        &cluster,
-    );
+    let got = resolve(&pod_meta(Some("Job"), "backup-2901", None), "shop", &cluster);
     assert_eq!(got.owner, owner("job", "backup-2901"));
     assert_eq!(got.resolution, Resolution::Fallback { error: err });
 }
@@ -164,10 +159,7 @@ fn failed_job_lookup_keeps_the_job() {
 #[rstest]
 #[case::deployment("deployment", Some("linkerd.io/proxy-deployment"))]
 #[case::replicaset("replicaset", Some("linkerd.io/proxy-replicaset"))]
-#[case::rc(
-    "replicationcontroller",
-    Some("linkerd.io/proxy-replicationcontroller")
-)]
+#[case::rc("replicationcontroller", Some("linkerd.io/proxy-replicationcontroller"))]
 #[case::job("job", Some("linkerd.io/proxy-job"))]
 #[case::daemonset("daemonset", Some("linkerd.io/proxy-daemonset"))]
 #[case::statefulset("statefulset", Some("linkerd.io/proxy-statefulset"))]
@@ -175,8 +167,5 @@ fn failed_job_lookup_keeps_the_job() {
 #[case::pod_has_no_label("pod", None)]
 #[case::custom_has_no_label("rollout", None)]
 fn owner_labels(#[case] kind: &str, #[case] key: Option<&str>) {
-    assert_eq!(
-        owner(kind, "x").label().map(|(k, _)| k),
-        key.map(String::from)
-    );
+    assert_eq!(owner(kind, "x").label().map(|(k, _)| k), key.map(String::from));
 }

@@ -17,10 +17,7 @@ fn empty_and_null_settings_are_the_chart_defaults() {
     let s = Settings::from_value(json!({})).unwrap();
     assert_eq!(s, Settings::from_value(Value::Null).unwrap());
     assert_eq!(s.proxy.ports.admin, 4191);
-    assert_eq!(
-        s.proxy.opaque_ports,
-        "25,587,3306,4444,5432,6379,9300,11211"
-    );
+    assert_eq!(s.proxy.opaque_ports, "25,587,3306,4444,5432,6379,9300,11211");
     assert_eq!(s.proxy_init.ignore_inbound_ports, "4567,4568");
     assert!(s.proxy.native_sidecar);
     assert!(s.disable_ipv6);
@@ -89,10 +86,7 @@ fn numbers_are_accepted_where_helm_allows_them() {
 #[case::bad_lookup_failure(json!({"policy": {"namespaceLookupFailure": "ignore"}}), "settings.policy.namespaceLookupFailure: unknown variant `ignore`, expected `reject` or `skip`")]
 fn invalid_settings_name_their_key(#[case] settings: Value, #[case] expected: &str) {
     let msg = error_of(settings);
-    assert!(
-        msg.starts_with(expected),
-        "got: {msg}\nwant prefix: {expected}"
-    );
+    assert!(msg.starts_with(expected), "got: {msg}\nwant prefix: {expected}");
 }
 
 #[test]
@@ -108,8 +102,7 @@ fn all_errors_are_reported_together() {
 fn validate_settings_payload_answers_valid_or_message() {
     let ok: Value = serde_json::from_slice(&wire::validate_settings(b"{}")).unwrap();
     assert_eq!(ok, json!({"valid": true, "message": null}));
-    let bad: Value =
-        serde_json::from_slice(&wire::validate_settings(b"{\"proxy\":{\"uid\":-1}}")).unwrap();
+    let bad: Value = serde_json::from_slice(&wire::validate_settings(b"{\"proxy\":{\"uid\":-1}}")).unwrap();
     assert_eq!(
         bad,
         json!({"valid": false, "message": "settings.proxy.uid: must be at least 0, got -1"})

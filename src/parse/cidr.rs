@@ -31,15 +31,11 @@ impl Cidr {
     pub fn network(&self) -> IpAddr {
         match self.addr {
             IpAddr::V4(v4) => {
-                let mask = u32::MAX
-                    .checked_shl(32 - u32::from(self.prefix))
-                    .unwrap_or(0);
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
                 IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
             }
             IpAddr::V6(v6) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - u32::from(self.prefix))
-                    .unwrap_or(0);
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
                 IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
             }
         }
@@ -63,22 +59,19 @@ impl fmt::Display for Cidr {
 /// * Nothing is trimmed: surrounding whitespace is an error.
 pub fn parse_cidr(s: &str) -> Result<Cidr, CidrError> {
     let Some((addr, prefix)) = s.split_once('/') else {
-        return Err(CidrError::MissingPrefix {
-            input: s.to_owned(),
-        });
+        return Err(CidrError::MissingPrefix { input: s.to_owned() });
     };
     let addr = parse_addr(addr).map_err(|reason| CidrError::Address {
         input: s.to_owned(),
         reason,
     })?;
     let max: u8 = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix =
-        parse_prefix(prefix)
-            .filter(|&p| p <= max)
-            .ok_or_else(|| CidrError::PrefixLength {
-                input: s.to_owned(),
-                max,
-            })?;
+    let prefix = parse_prefix(prefix)
+        .filter(|&p| p <= max)
+        .ok_or_else(|| CidrError::PrefixLength {
+            input: s.to_owned(),
+            max,
+        })?;
     Ok(Cidr { addr, prefix })
 }
 
@@ -127,9 +120,7 @@ fn parse_ipv4(s: &[u8]) -> Result<[u8; 4], &'static str> {
     let mut octets = [0u8; 4];
     let mut fields = s.split(|&b| b == b'.');
     for octet in &mut octets {
-        let field = fields
-            .next()
-            .ok_or("IPv4 address has fewer than 4 fields")?;
+        let field = fields.next().ok_or("IPv4 address has fewer than 4 fields")?;
         *octet = parse_ipv4_field(field)?;
     }
     if fields.next().is_some() {
@@ -327,7 +318,10 @@ mod tests {
         let message = |s: &str| parse_cidr(s).map_err(|e| e.to_string());
         assert_eq!(
             message("10.0.0.0/33"),
-            Err(r#"invalid CIDR "10.0.0.0/33": prefix length must be a decimal number from 0 to 32"#.to_owned())
+            Err(
+                r#"invalid CIDR "10.0.0.0/33": prefix length must be a decimal number from 0 to 32"#
+                    .to_owned()
+            )
         );
         assert_eq!(
             message("010.0.0.0/8"),

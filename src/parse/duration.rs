@@ -28,12 +28,8 @@ const LIMIT: u64 = 1 << 63;
 /// (optionally signed) needs no unit. Fractions are converted with Go's float arithmetic, so the
 /// result is the same nanosecond Go computes.
 pub fn parse_go_duration(s: &str) -> Result<i64, DurationError> {
-    let syntax = || DurationError::Syntax {
-        input: s.to_owned(),
-    };
-    let overflow = || DurationError::Overflow {
-        input: s.to_owned(),
-    };
+    let syntax = || DurationError::Syntax { input: s.to_owned() };
+    let overflow = || DurationError::Overflow { input: s.to_owned() };
 
     let (negative, mut rest) = match s.as_bytes().first() {
         Some(b'-') => (true, s.get(1..).unwrap_or_default()),
@@ -77,9 +73,7 @@ pub fn parse_go_duration(s: &str) -> Result<i64, DurationError> {
             .take_while(|&&c| !(c == b'.' || c.is_ascii_digit()))
             .count();
         if unit_len == 0 {
-            return Err(DurationError::MissingUnit {
-                input: s.to_owned(),
-            });
+            return Err(DurationError::MissingUnit { input: s.to_owned() });
         }
         // `i` and `i + unit_len` sit on ASCII bytes or the end, so these are char boundaries.
         let unit_str = rest.get(i..i + unit_len).ok_or_else(syntax)?;
@@ -318,10 +312,7 @@ mod tests {
         );
         assert_eq!(
             message("5"),
-            Err(
-                r#"invalid duration "5": missing unit after a number (use ns, us, ms, s, m, h)"#
-                    .to_owned()
-            )
+            Err(r#"invalid duration "5": missing unit after a number (use ns, us, ms, s, m, h)"#.to_owned())
         );
     }
 

@@ -318,16 +318,13 @@ fn underscores_ok(b: &[u8]) -> bool {
 
 /// Go stops accumulating an exponent once it reaches 10000 (it is out of range by then anyway).
 fn go_capped_exponent(digits: &[u8]) -> i64 {
-    digits
-        .iter()
-        .filter(|c| c.is_ascii_digit())
-        .fold(0i64, |e, &c| {
-            if e < 10_000 {
-                e * 10 + i64::from(c - b'0')
-            } else {
-                e
-            }
-        })
+    digits.iter().filter(|c| c.is_ascii_digit()).fold(0i64, |e, &c| {
+        if e < 10_000 {
+            e * 10 + i64::from(c - b'0')
+        } else {
+            e
+        }
+    })
 }
 
 /// A validated decimal literal, correctly rounded (as Go rounds it).

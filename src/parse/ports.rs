@@ -22,11 +22,7 @@ pub enum PortError {
     Upper { input: String, bound: String },
     /// `lower-upper` with `upper < lower`.
     #[error("invalid port range {input:?}: upper bound {upper} is below lower bound {lower}")]
-    Reversed {
-        input: String,
-        lower: u16,
-        upper: u16,
-    },
+    Reversed { input: String, lower: u16, upper: u16 },
 }
 
 /// An inclusive range of ports; a single port has `lower == upper`.
@@ -74,18 +70,14 @@ impl fmt::Display for PortRange {
 /// Like Go's `Atoi`, a sign and leading zeros are accepted (`+80`, `-0`, `0080`); whitespace is
 /// not. Port 0 is valid here, as in Linkerd; use [`parse_port_nonzero`] for listening ports.
 pub fn parse_port(s: &str) -> Result<u16, PortError> {
-    atoi_port(s).ok_or_else(|| PortError::Port {
-        input: s.to_owned(),
-    })
+    atoi_port(s).ok_or_else(|| PortError::Port { input: s.to_owned() })
 }
 
 /// Parses a port that something listens on or connects to: as [`parse_port`], but 1..=65535.
 pub fn parse_port_nonzero(s: &str) -> Result<u16, PortError> {
     match atoi_port(s) {
         Some(port) if port != 0 => Ok(port),
-        _ => Err(PortError::NonZeroPort {
-            input: s.to_owned(),
-        }),
+        _ => Err(PortError::NonZeroPort { input: s.to_owned() }),
     }
 }
 
@@ -99,9 +91,7 @@ pub fn parse_port_range(s: &str) -> Result<PortRange, PortError> {
     let lower = bounds.next().unwrap_or_default();
     let upper = bounds.next();
     if bounds.next().is_some() {
-        return Err(PortError::Shape {
-            input: s.to_owned(),
-        });
+        return Err(PortError::Shape { input: s.to_owned() });
     }
     let upper = upper.unwrap_or(lower);
     let lower_port = atoi_port(lower).ok_or_else(|| PortError::Lower {
@@ -147,10 +137,7 @@ pub fn parse_port_ranges(list: &str) -> Result<Vec<PortRange>, (String, PortErro
 /// `containerPort` (names win over numbers: a port named `"80"` shadows port 80); other entries
 /// must parse with [`parse_port_range`], and those that do not are dropped, as Linkerd drops them
 /// with a warning. Order and duplicates are kept (Linkerd does not deduplicate).
-pub fn parse_opaque_ports(
-    value: &str,
-    named_ports: impl Fn(&str) -> Option<u16>,
-) -> Vec<PortRange> {
+pub fn parse_opaque_ports(value: &str, named_ports: impl Fn(&str) -> Option<u16>) -> Vec<PortRange> {
     value
         .split(',')
         .map(str::trim)

@@ -63,21 +63,16 @@ impl Quantity {
     pub fn parse(s: &str) -> Result<Quantity, QuantityError> {
         let input = s.as_bytes();
         if input.is_empty() {
-            return Err(QuantityError::Format {
-                input: s.to_owned(),
-            });
+            return Err(QuantityError::Format { input: s.to_owned() });
         }
         if s == "0" {
             return Ok(Quantity::zero());
         }
-        let scanned = scan(input).ok_or_else(|| QuantityError::Format {
+        let scanned = scan(input).ok_or_else(|| QuantityError::Format { input: s.to_owned() })?;
+        let (exponent, format) = interpret_suffix(scanned.suffix).ok_or_else(|| QuantityError::Suffix {
             input: s.to_owned(),
+            suffix: String::from_utf8_lossy(scanned.suffix).into_owned(),
         })?;
-        let (exponent, format) =
-            interpret_suffix(scanned.suffix).ok_or_else(|| QuantityError::Suffix {
-                input: s.to_owned(),
-                suffix: String::from_utf8_lossy(scanned.suffix).into_owned(),
-            })?;
 
         if let Some(quantity) = fast_path(&scanned, exponent, format) {
             return Ok(quantity);
@@ -85,9 +80,7 @@ impl Quantity {
 
         // Kubernetes' inf.Dec path: the numeric text must hold at least one digit.
         if !scanned.value.iter().any(u8::is_ascii_digit) {
-            return Err(QuantityError::Numeric {
-                input: s.to_owned(),
-            });
+            return Err(QuantityError::Numeric { input: s.to_owned() });
         }
         let mut digits: Vec<u8> = scanned
             .num
@@ -234,9 +227,7 @@ impl Quantity {
         let integer = int_digits
             .iter()
             .chain(std::iter::repeat_n(&0, zeros))
-            .try_fold(0u64, |acc, &d| {
-                acc.checked_mul(10)?.checked_add(u64::from(d))
-            });
+            .try_fold(0u64, |acc, &d| acc.checked_mul(10)?.checked_add(u64::from(d)));
         let fraction = frac_digits.iter().any(|&d| d != 0);
         integer
             .and_then(|i| i.checked_add(u64::from(fraction)))
@@ -250,10 +241,7 @@ impl Quantity {
         }
         let drop = usize::try_from(-9 - self.exp10).unwrap_or(usize::MAX);
         let keep = self.digits.len().saturating_sub(drop);
-        let dropped_nonzero = self
-            .digits
-            .get(keep..)
-            .is_some_and(|d| d.iter().any(|&d| d != 0));
+        let dropped_nonzero = self.digits.get(keep..).is_some_and(|d| d.iter().any(|&d| d != 0));
         self.digits.truncate(keep);
         self.exp10 = -9;
         if dropped_nonzero {

@@ -39,12 +39,7 @@ fn first_container_caps(spec: &Value) -> Option<(Vec<Value>, Vec<Value>)> {
     let caps = pod::containers(spec)
         .first()?
         .pointer("/securityContext/capabilities")?;
-    let list = |k: &str| {
-        caps.get(k)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let list = |k: &str| caps.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
     Some((list("add"), list("drop")))
 }
 
@@ -83,19 +78,13 @@ pub fn proxy_container(cx: &Context<'_>) -> Value {
         "initialDelaySeconds".into(),
         json!(p.liveness_probe.initial_delay_seconds),
     );
-    liveness.insert(
-        "timeoutSeconds".into(),
-        json!(p.liveness_probe.timeout_seconds),
-    );
+    liveness.insert("timeoutSeconds".into(), json!(p.liveness_probe.timeout_seconds));
     let mut readiness = http_probe("/ready", admin);
     readiness.insert(
         "initialDelaySeconds".into(),
         json!(p.readiness_probe.initial_delay_seconds),
     );
-    readiness.insert(
-        "timeoutSeconds".into(),
-        json!(p.readiness_probe.timeout_seconds),
-    );
+    readiness.insert("timeoutSeconds".into(), json!(p.readiness_probe.timeout_seconds));
     for (probe, src) in [
         (&mut liveness, &p.liveness_probe),
         (&mut readiness, &p.readiness_probe),
@@ -115,9 +104,7 @@ pub fn proxy_container(cx: &Context<'_>) -> Value {
         mounts.push(json!({"mountPath": "/var/run/linkerd/podinfo", "name": "linkerd-podinfo"}));
     }
     if v.identity.service_account_token_projection {
-        mounts.push(
-            json!({"mountPath": "/var/run/secrets/tokens", "name": "linkerd-identity-token"}),
-        );
+        mounts.push(json!({"mountPath": "/var/run/secrets/tokens", "name": "linkerd-identity-token"}));
     }
     mounts.extend(sa_mount_copy(cx.spec));
 
@@ -173,10 +160,7 @@ pub fn proxy_container(cx: &Context<'_>) -> Value {
 
 fn proxy_security_context(cx: &Context<'_>) -> Value {
     let p = &cx.config.values.proxy;
-    if p.security_context
-        .as_object()
-        .is_some_and(|m| !m.is_empty())
-    {
+    if p.security_context.as_object().is_some_and(|m| !m.is_empty()) {
         return p.security_context.clone();
     }
     let mut sc = Map::new();
@@ -235,16 +219,10 @@ pub fn init_container(cx: &Context<'_>) -> Value {
     }
     pair("--inbound-ports-to-ignore", ignore_in);
     if !pi.ignore_outbound_ports.is_empty() {
-        pair(
-            "--outbound-ports-to-ignore",
-            pi.ignore_outbound_ports.clone(),
-        );
+        pair("--outbound-ports-to-ignore", pi.ignore_outbound_ports.clone());
     }
     if cx.config.close_wait_secs > 0 {
-        pair(
-            "--timeout-close-wait-secs",
-            cx.config.close_wait_secs.to_string(),
-        );
+        pair("--timeout-close-wait-secs", cx.config.close_wait_secs.to_string());
     }
     if !pi.log_format.is_empty() {
         pair("--log-format", pi.log_format.clone());
@@ -287,8 +265,7 @@ pub fn init_container(cx: &Context<'_>) -> Value {
     sc.insert("readOnlyRootFilesystem".into(), json!(true));
     sc.insert("seccompProfile".into(), json!({"type": RUNTIME_DEFAULT}));
 
-    let mut mounts =
-        vec![json!({"mountPath": pi.xt_mount_path.mount_path, "name": pi.xt_mount_path.name})];
+    let mut mounts = vec![json!({"mountPath": pi.xt_mount_path.mount_path, "name": pi.xt_mount_path.name})];
     mounts.extend(sa_mount_copy(cx.spec));
     let mut c = json!({
         "args": args,

@@ -47,10 +47,7 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
         env.push(var("LINKERD2_PROXY_CORES_MAX", max.to_string()));
     }
     if let Some(ratio) = w.maximum_cpu_ratio.filter(|r| *r != 0.0) {
-        env.push(var(
-            "LINKERD2_PROXY_CORES_MAX_RATIO",
-            go::format_float(ratio),
-        ));
+        env.push(var("LINKERD2_PROXY_CORES_MAX_RATIO", go::format_float(ratio)));
     }
     if !p.require_identity_on_inbound_ports.is_empty() {
         env.push(var(
@@ -258,11 +255,7 @@ fn tracing_env(cx: &Context<'_>, env: &mut Vec<Value>) {
         &t.trace_service_name
     };
     let id = &t.collector.mesh_identity;
-    let extra: String = t
-        .labels
-        .iter()
-        .map(|(k, val)| format!("{k}={val}\n"))
-        .collect();
+    let extra: String = t.labels.iter().map(|(k, val)| format!("{k}={val}\n")).collect();
     env.push(var(
         "LINKERD2_PROXY_TRACE_ATTRIBUTES_PATH",
         "/var/run/linkerd/podinfo/labels",

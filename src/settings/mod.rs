@@ -47,9 +47,8 @@ fn join(errors: &[FieldError]) -> String {
 impl Settings {
     /// Decodes and validates settings given as JSON (`null` means all defaults).
     pub fn from_json_bytes(bytes: &[u8]) -> Result<Self, SettingsError> {
-        let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-            SettingsError(vec![FieldError::new("", format!("not valid JSON: {e}"))])
-        })?;
+        let value: Value = serde_json::from_slice(bytes)
+            .map_err(|e| SettingsError(vec![FieldError::new("", format!("not valid JSON: {e}"))]))?;
         Self::from_value(value)
     }
 

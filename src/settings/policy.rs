@@ -38,6 +38,16 @@ pub struct PolicyOptions {
     /// Name of the ConfigMap holding `ca-bundle.crt` in the control-plane namespace.
     pub trust_anchors_config_map: String,
     pub namespace_lookup_failure: LookupFailure,
+    /// Registry/repository prefixes the proxy, init, validator and debug images must start
+    /// with; empty allows any image.
+    pub allowed_images: Vec<String>,
+    /// Override annotations pod authors may not set on their pods.
+    pub restricted_annotations: Vec<String>,
+    /// Namespace label (`key` or `key=value`) whose namespaces are exempt from
+    /// `restrictedAnnotations`; empty exempts none.
+    pub restricted_annotations_exempt_label: String,
+    /// Allow the proxy to run as uid 0 (it then fails `runAsNonRoot` anyway).
+    pub allow_root_proxy: bool,
 }
 
 impl Default for PolicyOptions {
@@ -48,6 +58,37 @@ impl Default for PolicyOptions {
             trust_anchors: TrustAnchorsSource::Auto,
             trust_anchors_config_map: "linkerd-identity-trust-roots".into(),
             namespace_lookup_failure: LookupFailure::Reject,
+            allowed_images: Vec::new(),
+            restricted_annotations: Vec::new(),
+            restricted_annotations_exempt_label: String::new(),
+            allow_root_proxy: false,
         }
+    }
+}
+
+impl PolicyOptions {
+    /// True when `image` is under one of the allowed prefixes (or no list is set). A prefix
+    /// matches whole path segments: `cr.l5d.io/linkerd/proxy` allows `cr.l5d.io/linkerd/proxy:v1`
+    /// but not `cr.l5d.io/linkerd/proxy-evil:v1`.
+    pub fn image_allowed(&self, image: &str) -> bool {
+        self.allowed_images.is_empty()
+            || self.allowed_images.iter().any(|prefix| {
+                image == prefix
+                    || (image.starts_with(prefix.as_str())
+                        && (prefix.ends_with('/')
+                            || matches!(image.as_bytes().get(prefix.len()), Some(b'/' | b':' | b'@'))))
+            })
+    }
+
+    /// The exempt label as `(key, Some(value))` or `(key, None)`.
+    pub fn exempt_label(&self) -> Option<(&str, Option<&str>)> {
+        let l = self.restricted_annotations_exempt_label.as_str();
+        if l.is_empty() {
+            return None;
+        }
+        Some(match l.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (l, None),
+        })
     }
 }

@@ -18,21 +18,47 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     let mut v = Checker(Vec::new());
     let p = &s.proxy;
 
-    v.dns_label(
-        "policy.controlPlaneNamespace",
-        &s.policy.control_plane_namespace,
-    );
+    v.dns_label("policy.controlPlaneNamespace", &s.policy.control_plane_namespace);
     v.non_empty("policy.createdBy", &s.policy.created_by);
-    v.non_empty(
-        "policy.trustAnchorsConfigMap",
-        &s.policy.trust_anchors_config_map,
-    );
-    if s.policy.trust_anchors == TrustAnchorsSource::Inline
-        && s.identity_trust_anchors_pem.trim().is_empty()
+    v.non_empty("policy.trustAnchorsConfigMap", &s.policy.trust_anchors_config_map);
+    if s.policy.trust_anchors == TrustAnchorsSource::Inline && s.identity_trust_anchors_pem.trim().is_empty()
     {
         v.fail(
             "identityTrustAnchorsPEM",
             "must be set when policy.trustAnchors is \"inline\"",
+        );
+    }
+    for (i, prefix) in s.policy.allowed_images.iter().enumerate() {
+        v.non_empty(&format!("policy.allowedImages[{i}]"), prefix);
+    }
+    for (i, key) in s.policy.restricted_annotations.iter().enumerate() {
+        if !(key.starts_with("config.linkerd.io/")
+            || key.starts_with("config.alpha.linkerd.io/")
+            || key.starts_with("config.beta.linkerd.io/"))
+        {
+            v.fail(
+                &format!("policy.restrictedAnnotations[{i}]"),
+                format!("must be a config.linkerd.io/* override annotation, got \"{key}\""),
+            );
+        }
+    }
+    if let Some((key, _)) = s.policy.exempt_label()
+        && key.is_empty()
+    {
+        v.fail(
+            "policy.restrictedAnnotationsExemptLabel",
+            "must be \"key\" or \"key=value\"",
+        );
+    }
+    if s.proxy.uid == 0 && !s.policy.allow_root_proxy {
+        v.fail("proxy.uid", "must not be 0 unless policy.allowRootProxy is true");
+    }
+    // The debug image is checked at admission, only for pods that enable the debug sidecar.
+    let image = &s.proxy.image.name;
+    if !s.policy.image_allowed(image) {
+        v.fail(
+            "proxy.image.name",
+            format!("image \"{image}\" is not under policy.allowedImages"),
         );
     }
     v.non_empty("linkerdVersion", &s.linkerd_version);
@@ -41,11 +67,7 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     v.one_of("imagePullPolicy", &s.image_pull_policy, PULL_POLICIES);
 
     v.non_empty("proxy.image.name", &p.image.name);
-    v.one_of(
-        "proxy.image.pullPolicy",
-        &p.image.pull_policy,
-        PULL_POLICIES,
-    );
+    v.one_of("proxy.image.pullPolicy", &p.image.pull_policy, PULL_POLICIES);
     v.one_of(
         "debugContainer.image.pullPolicy",
         &s.debug_container.image.pull_policy,
@@ -90,10 +112,7 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
             "proxy.control.streams.idleTimeout",
             &p.control.streams.idle_timeout,
         ),
-        (
-            "proxy.control.streams.lifetime",
-            &p.control.streams.lifetime,
-        ),
+        ("proxy.control.streams.lifetime", &p.control.streams.lifetime),
         ("networkValidator.timeout", &s.network_validator.timeout),
     ] {
         v.duration(key, val);
@@ -194,11 +213,7 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     v.port_list("proxyInit.ignoreInboundPorts", &pi.ignore_inbound_ports);
     v.port_list("proxyInit.ignoreOutboundPorts", &pi.ignore_outbound_ports);
     v.cidrs("proxyInit.skipSubnets", &pi.skip_subnets, true);
-    v.at_least(
-        "proxyInit.closeWaitTimeoutSecs",
-        pi.close_wait_timeout_secs,
-        0,
-    );
+    v.at_least("proxyInit.closeWaitTimeoutSecs", pi.close_wait_timeout_secs, 0);
     if pi.close_wait_timeout_secs > 0 && !pi.run_as_root {
         v.fail(
             "proxyInit.closeWaitTimeoutSecs",
@@ -208,10 +223,7 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     v.at_least("proxyInit.runAsUser", pi.run_as_user, 0);
     v.at_least("proxyInit.runAsGroup", pi.run_as_group, 0);
     v.non_empty("proxyInit.xtMountPath.name", &pi.xt_mount_path.name);
-    v.non_empty(
-        "proxyInit.xtMountPath.mountPath",
-        &pi.xt_mount_path.mount_path,
-    );
+    v.non_empty("proxyInit.xtMountPath.mountPath", &pi.xt_mount_path.mount_path);
     v.0
 }
 
@@ -235,10 +247,7 @@ impl Checker {
                 .filter(|a| !a.is_empty())
                 .map(|a| format!("\"{a}\""))
                 .collect();
-            self.fail(
-                path,
-                format!("must be one of {}, got \"{val}\"", list.join(", ")),
-            );
+            self.fail(path, format!("must be one of {}, got \"{val}\"", list.join(", ")));
         }
     }
 
@@ -279,19 +288,14 @@ impl Checker {
     fn cidrs(&mut self, path: &str, val: &str, allow_empty: bool) {
         if val.trim().is_empty() {
             if !allow_empty {
-                self.fail(
-                    path,
-                    "must list at least one CIDR, e.g. \"10.0.0.0/8,fd00::/8\"",
-                );
+                self.fail(path, "must list at least one CIDR, e.g. \"10.0.0.0/8,fd00::/8\"");
             }
             return;
         }
         if let Err((i, entry, e)) = cidr::parse_cidr_list(val) {
             self.fail(
                 path,
-                format!(
-                    "entry {i} \"{entry}\": {e} (comma-separated CIDRs such as \"10.0.0.0/8\")"
-                ),
+                format!("entry {i} \"{entry}\": {e} (comma-separated CIDRs such as \"10.0.0.0/8\")"),
             );
         }
     }
@@ -300,9 +304,7 @@ impl Checker {
         if let Err((entry, e)) = ports::parse_port_ranges(val) {
             self.fail(
                 path,
-                format!(
-                    "\"{entry}\": {e} (comma-separated ports or ranges such as \"25,4000-4100\")"
-                ),
+                format!("\"{entry}\": {e} (comma-separated ports or ranges such as \"25,4000-4100\")"),
             );
         }
     }

@@ -40,8 +40,7 @@ impl Default for Settings {
             policy: PolicyOptions::default(),
             linkerd_version: DEFAULT_LINKERD_VERSION.into(),
             cluster_domain: "cluster.local".into(),
-            cluster_networks: "10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16,fd00::/8"
-                .into(),
+            cluster_networks: "10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16,fd00::/8".into(),
             image_pull_policy: "IfNotPresent".into(),
             cni_enabled: false,
             disable_ipv6: true,

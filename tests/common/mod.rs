@@ -12,9 +12,7 @@ pub const WEBHOOK_DATA: &str = "tests/fixtures/linkerd/controller/proxy-injector
 pub const CREATED_BY: &str = "linkerd-injector-policy test";
 
 pub fn fixture_path(dir: &str, name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(dir)
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir).join(name)
 }
 
 /// A YAML or JSON fixture as JSON (first document).
@@ -76,13 +74,7 @@ pub fn with_deployment_owner(mut pod: Value) -> (Value, Value) {
     (pod, rs)
 }
 
-pub fn admit(
-    kind: &str,
-    object: &Value,
-    ns: &str,
-    settings: &Settings,
-    cluster: &MemoryCluster,
-) -> Outcome {
+pub fn admit(kind: &str, object: &Value, ns: &str, settings: &Settings, cluster: &MemoryCluster) -> Outcome {
     let req = Request {
         kind,
         operation: "CREATE",
@@ -94,8 +86,7 @@ pub fn admit(
 
 /// Applies an RFC 6902 patch file to `input`.
 pub fn apply_patch(input: &Value, patch: &Value) -> Value {
-    let patch: json_patch::Patch =
-        serde_json::from_value(patch.clone()).expect("patch fixture parses");
+    let patch: json_patch::Patch = serde_json::from_value(patch.clone()).expect("patch fixture parses");
     let mut out = input.clone();
     json_patch::patch(&mut out, &patch).expect("Linkerd's patch applies to its input");
     out
