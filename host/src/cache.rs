@@ -37,11 +37,7 @@ impl<V: Clone> TtlCache<V> {
     }
 
     /// Returns the cached value for `key`, or runs `fetch` (holding the lock) and caches an `Ok`.
-    pub fn get_or_fetch<E>(
-        &self,
-        key: &str,
-        fetch: impl FnOnce() -> Result<V, E>,
-    ) -> (Result<V, E>, Origin) {
+    pub fn get_or_fetch<E>(&self, key: &str, fetch: impl FnOnce() -> Result<V, E>) -> (Result<V, E>, Origin) {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         if let Some((at, value)) = entries.get(key)

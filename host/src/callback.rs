@@ -13,8 +13,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::lookup::{
-    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
-    LookupStats, Lookups,
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest, LookupStats,
+    Lookups,
 };
 use crate::metadata::ContextAwareResource;
 
@@ -96,10 +96,7 @@ impl HostContext {
     /// Captured log records (empty unless the sink is [`LogSink::Capture`]).
     pub fn logs(&self) -> Vec<Value> {
         match &self.logs {
-            LogSink::Capture(records) => records
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
+            LogSink::Capture(records) => records.lock().unwrap_or_else(PoisonError::into_inner).clone(),
             _ => Vec::new(),
         }
     }
@@ -117,11 +114,7 @@ impl HostContext {
         })
     }
 
-    fn check_access(
-        &self,
-        api_version: &str,
-        kind: &str,
-    ) -> Result<(), Box<dyn StdError + Send + Sync>> {
+    fn check_access(&self, api_version: &str, kind: &str) -> Result<(), Box<dyn StdError + Send + Sync>> {
         if self
             .allow_list
             .contains(&ContextAwareResource::new(api_version, kind))
@@ -173,9 +166,7 @@ impl HostContext {
                 "list_resources_by_namespace" => {
                     let req: ListResourcesByNamespaceRequest = parse(payload)?;
                     self.check_access(&req.api_version, &req.kind)?;
-                    self.lookups
-                        .list_resources_by_namespace(&req)
-                        .map_err(failure)
+                    self.lookups.list_resources_by_namespace(&req).map_err(failure)
                 }
                 "list_resources_all" => {
                     let req: ListAllResourcesRequest = parse(payload)?;

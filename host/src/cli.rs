@@ -177,8 +177,8 @@ fn read_settings(common: &CommonArgs) -> Result<Settings, CliError> {
             path: p.clone(),
             source,
         })?;
-        let value: Value = serde_yaml::from_str(&text)
-            .map_err(|source| CliError::ParseSettings { path: p, source })?;
+        let value: Value =
+            serde_yaml::from_str(&text).map_err(|source| CliError::ParseSettings { path: p, source })?;
         Ok(Settings::from_value(&value)?)
     } else if let Some(json) = &common.settings_json {
         let value: Value = serde_json::from_str(json).map_err(CliError::ParseSettingsJson)?;
@@ -302,9 +302,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     let mut instance = policy.instantiate(&host)?;
     let validation = instance.validate_settings(&settings);
     if !validation.valid {
-        return Err(CliError::InvalidSettings(
-            validation.message.unwrap_or_default(),
-        ));
+        return Err(CliError::InvalidSettings(validation.message.unwrap_or_default()));
     }
     let response = instance.validate(&request, &settings)?;
     if let LookupSource::Replay(session) = host.lookups().source() {

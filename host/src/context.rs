@@ -47,9 +47,7 @@ pub enum LookupError {
     NamespaceRequired { api_version: String, kind: String },
     #[error("Cannot find resource {api_version}/{kind}")]
     UnknownResource { api_version: String, kind: String },
-    #[error(
-        "resource {api_version}/{kind} is cluster wide. Cannot search for it inside of a namespace"
-    )]
+    #[error("resource {api_version}/{kind} is cluster wide. Cannot search for it inside of a namespace")]
     ClusterWideList { api_version: String, kind: String },
     #[error("{0}")]
     Selector(#[from] SelectorError),
@@ -88,10 +86,9 @@ fn builtin_scope(api_version: &str, kind: &str) -> Option<Scope> {
             | "ResourceQuota"
             | "PodTemplate",
         ) => Namespaced,
-        (
-            "apps/v1",
-            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "ControllerRevision",
-        ) => Namespaced,
+        ("apps/v1", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "ControllerRevision") => {
+            Namespaced
+        }
         ("batch/v1", "Job" | "CronJob") => Namespaced,
         ("networking.k8s.io/v1", "Ingress" | "NetworkPolicy") => Namespaced,
         ("networking.k8s.io/v1", "IngressClass") => Cluster,
@@ -101,9 +98,7 @@ fn builtin_scope(api_version: &str, kind: &str) -> Option<Scope> {
         ("autoscaling/v1" | "autoscaling/v2", "HorizontalPodAutoscaler") => Namespaced,
         ("coordination.k8s.io/v1", "Lease") => Namespaced,
         ("discovery.k8s.io/v1", "EndpointSlice") => Namespaced,
-        ("storage.k8s.io/v1", "StorageClass" | "CSIDriver" | "CSINode" | "VolumeAttachment") => {
-            Cluster
-        }
+        ("storage.k8s.io/v1", "StorageClass" | "CSIDriver" | "CSINode" | "VolumeAttachment") => Cluster,
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => Cluster,
         (
             "admissionregistration.k8s.io/v1",
@@ -362,10 +357,7 @@ items:
         let mut s = ClusterState::new();
         assert_eq!(s.load_str(YAML, Path::new("t.yaml")).unwrap(), 3);
         assert!(s.get("v1", "Namespace", "emojivoto", None).is_ok());
-        assert!(
-            s.get("v1", "Namespace", "emojivoto", Some("whatever"))
-                .is_ok()
-        );
+        assert!(s.get("v1", "Namespace", "emojivoto", Some("whatever")).is_ok());
         assert!(s.get("v1", "ConfigMap", "cm", Some("default")).is_ok());
         assert_eq!(
             s.get("apps/v1", "ReplicaSet", "web-2", Some("emojivoto"))
@@ -390,15 +382,9 @@ items:
             "Cannot find resource example.com/v1/Thing"
         );
         assert_eq!(
-            s.list(
-                "apps/v1",
-                "ReplicaSet",
-                Some("emojivoto"),
-                Some("app=web"),
-                None
-            )
-            .unwrap()
-            .len(),
+            s.list("apps/v1", "ReplicaSet", Some("emojivoto"), Some("app=web"), None)
+                .unwrap()
+                .len(),
             1
         );
         assert_eq!(
@@ -423,10 +409,7 @@ items:
         .unwrap();
         assert_eq!(s.len(), 1);
         let err = s
-            .load_str(
-                "kind: Namespace\nmetadata: {name: a}\n",
-                Path::new("bad.yaml"),
-            )
+            .load_str("kind: Namespace\nmetadata: {name: a}\n", Path::new("bad.yaml"))
             .unwrap_err();
         assert_eq!(
             err.to_string(),

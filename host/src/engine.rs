@@ -22,9 +22,7 @@ use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeE
 use crate::callback::HostContext;
 use crate::metadata::{MetadataError, PolicyMetadata};
 use crate::request::{AdmissionRequest, Settings};
-use crate::response::{
-    AdmissionResponse, DEADLINE_MESSAGE, SettingsValidationResponse, ValidationResponse,
-};
+use crate::response::{AdmissionResponse, DEADLINE_MESSAGE, SettingsValidationResponse, ValidationResponse};
 
 /// The error text wasmtime-provider gives an interrupted guest call.
 pub const EPOCH_INTERRUPTION_ERROR: &str = "guest code interrupted, execution deadline exceeded";
@@ -94,8 +92,7 @@ impl EngineConfig {
 
     fn ticks(&self) -> Option<u64> {
         let tick = self.epoch_tick.as_nanos().max(1);
-        self.deadline
-            .map(|d| (d.as_nanos().div_ceil(tick)).max(1) as u64)
+        self.deadline.map(|d| (d.as_nanos().div_ceil(tick)).max(1) as u64)
     }
 }
 
@@ -123,9 +120,7 @@ pub struct Engine {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine")
-            .field("config", &self.config)
-            .finish()
+        f.debug_struct("Engine").field("config", &self.config).finish()
     }
 }
 
@@ -135,8 +130,7 @@ impl Engine {
         if config.deadline.is_some() {
             wt_config.epoch_interruption(true);
         }
-        let wasmtime =
-            wasmtime::Engine::new(&wt_config).map_err(|e| EngineError::Wasmtime(e.to_string()))?;
+        let wasmtime = wasmtime::Engine::new(&wt_config).map_err(|e| EngineError::Wasmtime(e.to_string()))?;
         let ticker = if config.deadline.is_some() {
             let (stop, rx) = mpsc::channel::<()>();
             let engine = wasmtime.clone();
@@ -170,11 +164,10 @@ impl Engine {
     /// Compiles a module (binary or WAT text) and pre-instantiates it.
     pub fn load_policy(&self, name: &str, bytes: &[u8]) -> Result<Policy, EngineError> {
         let metadata = PolicyMetadata::from_module(bytes)?;
-        let module =
-            wasmtime::Module::new(&self.wasmtime, bytes).map_err(|e| EngineError::Compile {
-                name: name.into(),
-                message: format!("{e:#}"),
-            })?;
+        let module = wasmtime::Module::new(&self.wasmtime, bytes).map_err(|e| EngineError::Compile {
+            name: name.into(),
+            message: format!("{e:#}"),
+        })?;
         let deadlines = self.config.ticks().map(|n| EpochDeadlines {
             wapc_init: n,
             wapc_func: n,
@@ -246,18 +239,16 @@ impl Policy {
     }
 
     fn new_wapc_host(&self, host: &Arc<HostContext>) -> Result<wapc::WapcHost, EngineError> {
-        let provider =
-            self.pre
-                .rehydrate(self.deadlines)
-                .map_err(|e| EngineError::Instantiate {
-                    name: self.name.clone(),
-                    message: e.to_string(),
-                })?;
-        wapc::WapcHost::new(Box::new(provider), Some(host.callback())).map_err(|e| {
-            EngineError::Instantiate {
+        let provider = self
+            .pre
+            .rehydrate(self.deadlines)
+            .map_err(|e| EngineError::Instantiate {
                 name: self.name.clone(),
                 message: e.to_string(),
-            }
+            })?;
+        wapc::WapcHost::new(Box::new(provider), Some(host.callback())).map_err(|e| EngineError::Instantiate {
+            name: self.name.clone(),
+            message: e.to_string(),
         })
     }
 
@@ -298,9 +289,8 @@ impl Instance {
         let out = self
             .call("protocol_version", &[])
             .map_err(|e| EngineError::ProtocolVersion(e.to_string()))?;
-        serde_json::from_slice::<String>(&out).map_err(|_| {
-            EngineError::BadProtocolVersion(String::from_utf8_lossy(&out).into_owned())
-        })
+        serde_json::from_slice::<String>(&out)
+            .map_err(|_| EngineError::BadProtocolVersion(String::from_utf8_lossy(&out).into_owned()))
     }
 
     /// `validate_settings`; failures become `valid: false` like policy-evaluator.
@@ -315,21 +305,17 @@ impl Instance {
             }
         };
         match self.call("validate_settings", &payload) {
-            Ok(out) => {
-                serde_json::from_slice(&out).unwrap_or_else(|e| SettingsValidationResponse {
-                    valid: false,
-                    message: Some(format!("error: invalid response from policy: {e}")),
-                })
-            }
+            Ok(out) => serde_json::from_slice(&out).unwrap_or_else(|e| SettingsValidationResponse {
+                valid: false,
+                message: Some(format!("error: invalid response from policy: {e}")),
+            }),
             Err(err) => {
                 if err.to_string().contains(EPOCH_INTERRUPTION_ERROR) {
                     let _ = self.reset();
                 }
                 SettingsValidationResponse {
                     valid: false,
-                    message: Some(format!(
-                        "Error invoking settings validation callback: {err:?}"
-                    )),
+                    message: Some(format!("Error invoking settings validation callback: {err:?}")),
                 }
             }
         }
@@ -348,17 +334,13 @@ impl Instance {
             .map_err(EngineError::Serialize)?;
         match self.call("validate", &payload) {
             Ok(out) => Ok(match serde_json::from_slice::<ValidationResponse>(&out) {
-                Ok(resp) => {
-                    AdmissionResponse::from_validation_response(uid, request.object.as_ref(), &resp)
-                        .unwrap_or_else(|e| {
-                            AdmissionResponse::reject_internal_server_error(
-                                uid,
-                                format!(
-                                    "invalid response format: cannot deserialize JSONPatch: {e}"
-                                ),
-                            )
-                        })
-                }
+                Ok(resp) => AdmissionResponse::from_validation_response(uid, request.object.as_ref(), &resp)
+                    .unwrap_or_else(|e| {
+                        AdmissionResponse::reject_internal_server_error(
+                            uid,
+                            format!("invalid response format: cannot deserialize JSONPatch: {e}"),
+                        )
+                    }),
                 Err(e) => AdmissionResponse::reject_internal_server_error(
                     uid,
                     format!("invalid response from policy: {e}"),

@@ -53,10 +53,7 @@ impl Target {
     fn matches(&self, kind: &str, namespace: Option<&str>, name: Option<&str>) -> bool {
         self.kind.as_deref().is_none_or(|k| k == kind)
             && self.name.as_deref().is_none_or(|n| Some(n) == name)
-            && self
-                .namespace
-                .as_deref()
-                .is_none_or(|n| Some(n) == namespace)
+            && self.namespace.as_deref().is_none_or(|n| Some(n) == namespace)
     }
 }
 

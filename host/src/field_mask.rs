@@ -84,10 +84,7 @@ mod tests {
     fn prunes_objects_and_arrays() {
         let mut v = json!({"users": [{"name": "a", "age": 1}, {"name": "b", "age": 2}], "x": {"y": 1, "z": 2}, "w": 3});
         FieldMask::new(["users.name", "x.y"]).prune(&mut v);
-        assert_eq!(
-            v,
-            json!({"users": [{"name": "a"}, {"name": "b"}], "x": {"y": 1}})
-        );
+        assert_eq!(v, json!({"users": [{"name": "a"}, {"name": "b"}], "x": {"y": 1}}));
         let mut v = json!({"a": {"b": 1}});
         FieldMask::new(Vec::<String>::new()).prune(&mut v);
         assert_eq!(v, json!({"a": {"b": 1}}));
@@ -97,8 +94,7 @@ mod tests {
     fn object_metadata_is_never_pruned() {
         let mut obj = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": "rs", "labels": {"a": "b"}}, "spec": {"replicas": 3, "template": {}}, "status": {"x": 1}});
-        let masks: BTreeSet<String> =
-            ["metadata.name".to_owned(), "spec.replicas".to_owned()].into();
+        let masks: BTreeSet<String> = ["metadata.name".to_owned(), "spec.replicas".to_owned()].into();
         apply_to_object(&mut obj, Some(&masks));
         assert_eq!(
             obj,

@@ -165,9 +165,7 @@ impl ClusterLookup {
                     .ok()
                     .and_then(|v| serde_json::to_vec(v).ok())
                     .unwrap_or_else(|| br#"{"apiVersion":"#.to_vec());
-                Err(LookupError::Malformed(
-                    full[..full.len().div_ceil(2)].to_vec(),
-                ))
+                Err(LookupError::Malformed(full[..full.len().div_ceil(2)].to_vec()))
             }
         }
     }
@@ -209,7 +207,8 @@ impl ClusterLookup {
                 obj
             })
             .collect();
-        let list = json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {}, "items": items});
+        let list =
+            json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {}, "items": items});
         serde_json::to_vec(&list).map_err(|e| LookupError::Injected(e.to_string()))
     }
 
@@ -302,10 +301,7 @@ impl Lookups {
     }
 
     pub fn stats(&self) -> LookupStats {
-        self.stats
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     fn record(&self, resource: String, origin: Origin, failed: bool) {
@@ -316,10 +312,7 @@ impl Lookups {
     }
 
     fn record_list(&self) {
-        self.stats
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .lists += 1;
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner).lists += 1;
     }
 
     /// Adds or replaces an object of the cluster state (no-op error for a replay source).

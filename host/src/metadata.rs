@@ -104,9 +104,7 @@ pub fn custom_section<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]
             let name_end = p
                 .checked_add(len)
                 .filter(|e| *e <= end)
-                .ok_or(MetadataError::Wasm(
-                    "custom section name runs past the section",
-                ))?;
+                .ok_or(MetadataError::Wasm("custom section name runs past the section"))?;
             if &bytes[p..name_end] == name.as_bytes() {
                 return Ok(Some(&bytes[name_end..end]));
             }

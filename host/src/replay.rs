@@ -159,19 +159,17 @@ impl ReplaySession {
     }
 
     pub fn from_str(text: &str, path: &Path) -> Result<Self, ReplayError> {
-        let raw: Vec<RawExchange> =
-            serde_yaml::from_str(text).map_err(|source| ReplayError::Parse {
-                path: path.into(),
-                source,
-            })?;
+        let raw: Vec<RawExchange> = serde_yaml::from_str(text).map_err(|source| ReplayError::Parse {
+            path: path.into(),
+            source,
+        })?;
         let mut exchanges = VecDeque::new();
         for (index, RawExchange::Exchange { request, response }) in raw.into_iter().enumerate() {
-            let request =
-                serde_yaml::from_str(&request).map_err(|source| ReplayError::Request {
-                    path: path.into(),
-                    index,
-                    source,
-                })?;
+            let request = serde_yaml::from_str(&request).map_err(|source| ReplayError::Request {
+                path: path.into(),
+                index,
+                source,
+            })?;
             exchanges.push_back(Exchange { request, response });
         }
         Ok(Self {
@@ -275,8 +273,7 @@ mod tests {
 
     #[test]
     fn bad_request_names_the_exchange() {
-        let text =
-            "- type: Exchange\n  request: '!Nope {}'\n  response: {type: Error, message: x}\n";
+        let text = "- type: Exchange\n  request: '!Nope {}'\n  response: {type: Error, message: x}\n";
         let err = ReplaySession::from_str(text, Path::new("s.yml")).unwrap_err();
         assert!(err.to_string().contains("exchange #0"), "{err}");
     }

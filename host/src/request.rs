@@ -138,7 +138,8 @@ mod tests {
 
     #[test]
     fn reads_review_and_bare_request() {
-        let review = json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": bare()});
+        let review =
+            json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": bare()});
         let a = AdmissionRequest::from_document(&review).unwrap();
         let b = AdmissionRequest::from_document(&bare()).unwrap();
         assert_eq!(a, b);
@@ -168,15 +169,11 @@ mod tests {
         );
         let err = AdmissionRequest::from_document(&json!({})).unwrap_err();
         assert!(
-            err.to_string().starts_with(
-                "cannot build AdmissionRequest object from given input: missing field `uid`"
-            ),
+            err.to_string()
+                .starts_with("cannot build AdmissionRequest object from given input: missing field `uid`"),
             "{err}"
         );
         assert!(Settings::from_value(&json!(3)).is_err());
-        assert_eq!(
-            Settings::from_value(&Value::Null).unwrap(),
-            Settings::default()
-        );
+        assert_eq!(Settings::from_value(&Value::Null).unwrap(), Settings::default());
     }
 }

@@ -116,11 +116,10 @@ impl AdmissionResponse {
             }
             (None, _) => None,
         };
-        let status =
-            (resp.message.is_some() || resp.code.is_some()).then(|| AdmissionResponseStatus {
-                message: resp.message.clone(),
-                code: resp.code,
-            });
+        let status = (resp.message.is_some() || resp.code.is_some()).then(|| AdmissionResponseStatus {
+            message: resp.message.clone(),
+            code: resp.code,
+        });
         Ok(Self {
             uid: uid.to_owned(),
             allowed: resp.accepted,

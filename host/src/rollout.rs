@@ -110,8 +110,7 @@ pub fn safe_encode(s: &str) -> String {
 fn canonical(value: &Value) -> Value {
     match value {
         Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> =
-                map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            let sorted: BTreeMap<&String, Value> = map.iter().map(|(k, v)| (k, canonical(v))).collect();
             Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
         }
         Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
@@ -192,14 +191,12 @@ impl Workload {
             })?;
             match doc {
                 Value::Null => {}
-                Value::Object(ref m) if m.get("kind").and_then(Value::as_str) == Some("List") => {
-                    docs.extend(
-                        m.get("items")
-                            .and_then(Value::as_array)
-                            .cloned()
-                            .unwrap_or_default(),
-                    )
-                }
+                Value::Object(ref m) if m.get("kind").and_then(Value::as_str) == Some("List") => docs.extend(
+                    m.get("items")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
                 other => docs.push(other),
             }
         }
@@ -217,15 +214,11 @@ impl Workload {
             .and_then(Value::as_str)
             .unwrap_or("default")
             .to_owned();
-        if let Some(meta) = deployment
-            .get_mut("metadata")
-            .and_then(Value::as_object_mut)
-        {
+        if let Some(meta) = deployment.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("namespace".into(), Value::String(ns_name.clone()));
         }
         let namespace = match docs.iter().position(|d| {
-            is(d, "v1", "Namespace")
-                && d.pointer("/metadata/name").and_then(Value::as_str) == Some(&ns_name)
+            is(d, "v1", "Namespace") && d.pointer("/metadata/name").and_then(Value::as_str) == Some(&ns_name)
         }) {
             Some(i) => docs.remove(i),
             None => json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns_name}}),
@@ -390,10 +383,7 @@ pub fn replica_set_for(deployment: &Value, rs_uid: &str) -> Result<(Value, Strin
         .pointer("/metadata/uid")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let replicas = deployment
-        .pointer("/spec/replicas")
-        .cloned()
-        .unwrap_or(json!(1));
+    let replicas = deployment.pointer("/spec/replicas").cloned().unwrap_or(json!(1));
     let mut template = template.clone();
     let labels = template
         .pointer_mut("/metadata")
@@ -451,14 +441,8 @@ pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> AdmissionRequest {
         .and_then(Value::as_str)
         .unwrap_or("default")
         .to_owned();
-    let rs_uid = rs
-        .pointer("/metadata/uid")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let template = rs
-        .pointer("/spec/template")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+    let rs_uid = rs.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
+    let template = rs.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
     let mut metadata = Map::new();
     metadata.insert("generateName".into(), json!(format!("{rs_name}-")));
     metadata.insert("namespace".into(), json!(namespace));
@@ -506,8 +490,8 @@ pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> AdmissionRequest {
         if let Some(containers) = spec.get_mut(key).and_then(Value::as_array_mut) {
             for c in containers.iter_mut().filter_map(Value::as_object_mut) {
                 let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-                let tag_latest = image.ends_with(":latest")
-                    || !image.rsplit('/').next().unwrap_or("").contains(':');
+                let tag_latest =
+                    image.ends_with(":latest") || !image.rsplit('/').next().unwrap_or("").contains(':');
                 set_default(
                     c,
                     "imagePullPolicy",
@@ -549,11 +533,10 @@ pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> AdmissionRequest {
     // DefaultTolerationSeconds admission plugin
     let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
     if let Some(t) = tolerations.as_array_mut() {
-        for key in [
-            "node.kubernetes.io/not-ready",
-            "node.kubernetes.io/unreachable",
-        ] {
-            t.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+        for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+            t.push(
+                json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}),
+            );
         }
     }
 
@@ -608,14 +591,12 @@ pub enum Outcome {
 }
 
 fn has_proxy(pod: &Value) -> bool {
-    ["/spec/containers", "/spec/initContainers"]
-        .iter()
-        .any(|p| {
-            pod.pointer(p).and_then(Value::as_array).is_some_and(|cs| {
-                cs.iter()
-                    .any(|c| c.get("name").and_then(Value::as_str) == Some(PROXY_CONTAINER))
-            })
+    ["/spec/containers", "/spec/initContainers"].iter().any(|p| {
+        pod.pointer(p).and_then(Value::as_array).is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.get("name").and_then(Value::as_str) == Some(PROXY_CONTAINER))
         })
+    })
 }
 
 /// Classifies a response to a pod CREATE: injected if applying its patch adds a `linkerd-proxy`
@@ -653,10 +634,7 @@ pub fn run_rollout(
     }
     let mut rng = Rng::new(opts.seed);
     let mut deployment = workload.deployment.clone();
-    if let Some(meta) = deployment
-        .get_mut("metadata")
-        .and_then(Value::as_object_mut)
-    {
+    if let Some(meta) = deployment.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.entry("uid").or_insert_with(|| json!(rng.uuid()));
     }
     if let Some(spec) = deployment.get_mut("spec").and_then(Value::as_object_mut) {
@@ -673,12 +651,8 @@ pub fn run_rollout(
         ("the ReplicaSet", &rs),
     ]
     .into_iter()
-    .chain(
-        workload
-            .others
-            .iter()
-            .map(|o| ("an object of the manifest", o)),
-    ) {
+    .chain(workload.others.iter().map(|o| ("an object of the manifest", o)))
+    {
         host.lookups()
             .insert_object(obj.clone())
             .map_err(|message| RolloutError::ClusterState {
@@ -688,9 +662,7 @@ pub fn run_rollout(
     }
 
     // policy-server validates settings once, when it loads the policy
-    let mut instance = policy
-        .instantiate(host)
-        .map_err(RolloutError::Instantiate)?;
+    let mut instance = policy.instantiate(host).map_err(RolloutError::Instantiate)?;
     let validation = instance.validate_settings(&opts.settings);
     if !validation.valid {
         return Err(RolloutError::InvalidSettings(
@@ -783,9 +755,7 @@ pub fn run_rollout(
     });
 
     let wall = started.elapsed();
-    let latencies = latencies
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
+    let latencies = latencies.into_inner().unwrap_or_else(PoisonError::into_inner);
     let processed = latencies.len();
     Ok(RolloutReport {
         deployment: workload.name().to_owned(),
@@ -812,9 +782,7 @@ pub fn run_rollout(
             processed as f64 / wall.as_secs_f64()
         },
         webhook_timeout: LimitReport::new(opts.webhook_timeout, &latencies),
-        policy_deadline: opts
-            .policy_deadline
-            .map(|d| LimitReport::new(d, &latencies)),
+        policy_deadline: opts.policy_deadline.map(|d| LimitReport::new(d, &latencies)),
         failure_samples: samples.into_inner().unwrap_or_else(PoisonError::into_inner),
     })
 }
@@ -955,16 +923,10 @@ mod tests {
         let req = pod_create_request(&rs, &mut rng);
         let pod = req.object.clone().unwrap();
         assert_eq!(req.name, None);
-        assert_eq!(
-            pod["metadata"]["generateName"],
-            json!(format!("nginx-{hash}-"))
-        );
+        assert_eq!(pod["metadata"]["generateName"], json!(format!("nginx-{hash}-")));
         assert_eq!(pod["metadata"]["creationTimestamp"], Value::Null);
         assert_eq!(pod["metadata"]["labels"]["pod-template-hash"], json!(hash));
-        assert_eq!(
-            pod["metadata"]["ownerReferences"][0]["controller"],
-            json!(true)
-        );
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["controller"], json!(true));
         let vol = pod["spec"]["volumes"][0]["name"].as_str().unwrap();
         assert!(vol.starts_with("kube-api-access-") && vol.len() == "kube-api-access-".len() + 5);
         assert_eq!(
@@ -986,9 +948,8 @@ mod tests {
             )),
             ..Default::default()
         };
-        let add = with(
-            json!([{"op": "add", "path": "/spec/containers/0", "value": {"name": "linkerd-proxy"}}]),
-        );
+        let add =
+            with(json!([{"op": "add", "path": "/spec/containers/0", "value": {"name": "linkerd-proxy"}}]));
         assert_eq!(classify(&pod, &add), Outcome::Injected);
         let other = with(json!([{"op": "add", "path": "/metadata", "value": {}}]));
         assert_eq!(classify(&pod, &other), Outcome::Skipped);

@@ -152,10 +152,7 @@ impl FieldSelector {
             } else {
                 "/metadata/namespace"
             };
-            let actual = object
-                .pointer(pointer)
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let actual = object.pointer(pointer).and_then(Value::as_str).unwrap_or("");
             (actual == value) == *equal
         })
     }
@@ -168,7 +165,8 @@ mod tests {
 
     #[test]
     fn label_selectors() {
-        let obj = json!({"metadata": {"name": "n", "namespace": "ns", "labels": {"app": "web", "tier": "fe"}}});
+        let obj =
+            json!({"metadata": {"name": "n", "namespace": "ns", "labels": {"app": "web", "tier": "fe"}}});
         for (sel, want) in [
             ("", true),
             ("app=web", true),
@@ -181,18 +179,10 @@ mod tests {
             ("app notin (web)", false),
             ("missing notin (x)", true),
         ] {
-            assert_eq!(
-                LabelSelector::parse(sel).unwrap().matches(&obj),
-                want,
-                "{sel}"
-            );
+            assert_eq!(LabelSelector::parse(sel).unwrap().matches(&obj), want, "{sel}");
         }
         assert!(LabelSelector::parse("app in web").is_err());
-        assert!(
-            FieldSelector::parse("metadata.name=n")
-                .unwrap()
-                .matches(&obj)
-        );
+        assert!(FieldSelector::parse("metadata.name=n").unwrap().matches(&obj));
         assert!(
             !FieldSelector::parse("metadata.namespace!=ns")
                 .unwrap()
