@@ -12,8 +12,9 @@ use crate::outcome::{Outcome, Verdict};
 use crate::owner::{self, Owner, Resolution};
 use crate::pod;
 use crate::render::Context;
-use crate::settings::{LookupFailure, Settings};
+use crate::settings::{LookupFailure, Mode, Settings};
 use crate::trust;
+use crate::verify;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -43,6 +44,13 @@ fn template_path(kind: &str) -> Option<&'static [&'static str]> {
 pub fn admit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
     if req.operation != "CREATE" {
         return Outcome::unchanged(Verdict::NotApplicable);
+    }
+    if settings.policy.mode == Mode::Verify {
+        // Only pods carry a proxy; templates are injected when their pods are created.
+        return match req.kind {
+            "Pod" => admit_template(req, &[], settings, cluster),
+            _ => Outcome::unchanged(Verdict::NotApplicable),
+        };
     }
     if req.kind == "Service" {
         return admit_service(req, settings, cluster);
@@ -232,6 +240,9 @@ fn admit_template(req: &Request<'_>, path: &[&str], settings: &Settings, cluster
         ns_inject: ns_ann.get(ann::INJECT).map(String::as_str),
         token_projection: settings.identity.service_account_token_projection,
     });
+    if settings.policy.mode == Mode::Verify {
+        return verify::verify(spec, &decision, ns);
+    }
     let ingress = match decision {
         Decision::Skip(reasons) => {
             return skipped(req, path, &pod_ann, &ns_ann, spec, reasons, settings);

@@ -20,6 +20,7 @@ pub mod pod;
 pub mod render;
 pub mod settings;
 pub mod trust;
+pub mod verify;
 pub mod wire;
 
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};

@@ -27,9 +27,21 @@ pub enum LookupFailure {
     Skip,
 }
 
+/// What the module does with a pod.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Mode {
+    /// Inject the proxy (a mutating policy).
+    #[default]
+    Mutate,
+    /// Reject pods that should be meshed but have no proxy (a validating policy).
+    Verify,
+}
+
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyOptions {
+    pub mode: Mode,
     /// Namespace of the Linkerd control plane (Linkerd's `-linkerd-namespace` flag).
     pub control_plane_namespace: String,
     /// Value of the `linkerd.io/created-by` annotation.
@@ -53,6 +65,7 @@ pub struct PolicyOptions {
 impl Default for PolicyOptions {
     fn default() -> Self {
         Self {
+            mode: Mode::Mutate,
             control_plane_namespace: "linkerd".into(),
             created_by: concat!("linkerd-injector-policy ", env!("CARGO_PKG_VERSION")).into(),
             trust_anchors: TrustAnchorsSource::Auto,
