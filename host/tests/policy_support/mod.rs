@@ -1,0 +1,250 @@
+//! Running the compiled policy module (`../policy.wasm`) through the engine the way
+//! policy-server does: module compiled once per test binary, a fresh instance per evaluation,
+//! settings validated first, Kubernetes lookups allowed only for the `contextAwareResources` of
+//! `policy.yaml`. Used by `conformance_module.rs`, `owner_faults.rs` and `examples.rs`
+//! (together with `common`).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use injector_host::callback::{HostContext, LogSink};
+use injector_host::context::ClusterState;
+use injector_host::engine::{Engine, EngineConfig, Policy};
+use injector_host::fault::{FaultPlan, FaultRule};
+use injector_host::lookup::{ClusterLookup, LookupSource, Lookups};
+use injector_host::metadata::PolicyMetadata;
+use injector_host::replay::ReplaySession;
+use injector_host::request::{AdmissionRequest, Settings};
+use injector_host::response::{AdmissionResponse, PatchType};
+use serde_json::{Value, json};
+
+use crate::common::{manifest_dir, policy_wasm_path, policy_yaml_path};
+
+/// Linkerd's webhook unit-test data (fixtures README, section 1).
+pub const WEBHOOK_DATA: &str = "../tests/fixtures/linkerd/controller/proxy-injector/fake/data";
+
+struct Loaded {
+    // the engine owns the epoch ticker the policy's deadlines rely on
+    _engine: Engine,
+    policy: Policy,
+}
+
+/// The policy module, compiled once per test binary, under policy-server's defaults (2 s
+/// deadline, 1 s epoch ticks).
+pub fn policy() -> &'static Policy {
+    static LOADED: OnceLock<Loaded> = OnceLock::new();
+    &LOADED
+        .get_or_init(|| {
+            let engine = Engine::new(EngineConfig::default()).expect("engine");
+            let policy = engine
+                .load_policy_file(&policy_wasm_path())
+                .expect("policy.wasm compiles");
+            Loaded {
+                _engine: engine,
+                policy,
+            }
+        })
+        .policy
+}
+
+/// The policy's metadata (`policy.yaml`).
+pub fn metadata() -> PolicyMetadata {
+    PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml")
+}
+
+/// A host serving lookups from `state` with `faults`, the allow-list of `policy.yaml`, and the
+/// guest's log records captured.
+pub fn cluster_host(state: ClusterState, faults: FaultPlan) -> Arc<HostContext> {
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, faults)));
+    Arc::new(HostContext::new(
+        "policy.wasm",
+        metadata().context_aware_resources,
+        lookups,
+        LogSink::capture(),
+    ))
+}
+
+/// A host answering from a kwctl replay session.
+pub fn replay_host(session: ReplaySession) -> Arc<HostContext> {
+    Arc::new(HostContext::new(
+        "policy.wasm",
+        metadata().context_aware_resources,
+        Lookups::new(LookupSource::Replay(session)),
+        LogSink::capture(),
+    ))
+}
+
+/// Replay exchanges not consumed yet.
+pub fn replay_leftovers(host: &HostContext) -> usize {
+    match host.lookups().source() {
+        LookupSource::Replay(session) => session.leftovers(),
+        LookupSource::Cluster(_) => 0,
+    }
+}
+
+/// Fault rules in the CLI's syntax.
+pub fn faults(rules: &[&str]) -> FaultPlan {
+    rules.iter().fold(FaultPlan::new(), |plan, rule| {
+        plan.with_rule(FaultRule::parse(rule).unwrap_or_else(|e| panic!("{rule}: {e}")))
+    })
+}
+
+/// Cluster state from YAML/JSON text.
+pub fn cluster(text: &str) -> ClusterState {
+    let mut state = ClusterState::new();
+    state
+        .load_str(text, Path::new("inline.yaml"))
+        .expect("cluster state");
+    state
+}
+
+pub fn settings(v: Value) -> Settings {
+    Settings::from_value(&v).expect("settings are an object")
+}
+
+/// `validate_settings` in a fresh instance, as policy-server does when it loads a policy.
+pub fn settings_verdict(host: &Arc<HostContext>, s: &Settings) -> (bool, Option<String>) {
+    let mut instance = policy().instantiate(host).expect("instance");
+    assert_eq!(instance.protocol_version().expect("protocol_version"), "v1");
+    let v = instance.validate_settings(s);
+    (v.valid, v.message)
+}
+
+/// Validates the settings (they must be valid), then evaluates `request` in a fresh instance.
+pub fn evaluate(host: &Arc<HostContext>, request: &AdmissionRequest, s: &Settings) -> AdmissionResponse {
+    let (valid, message) = settings_verdict(host, s);
+    assert!(valid, "settings rejected: {message:?}");
+    policy()
+        .evaluate(host, request, s)
+        .expect("evaluation reaches a response")
+}
+
+/// A CREATE AdmissionRequest for a Pod or a Service.
+pub fn create_request(kind: &str, namespace: &str, uid: &str, object: Value) -> AdmissionRequest {
+    let resource = match kind {
+        "Pod" => "pods",
+        "Service" => "services",
+        other => panic!("no resource for kind {other}"),
+    };
+    serde_json::from_value(json!({
+        "uid": uid,
+        "kind": {"group": "", "version": "v1", "kind": kind},
+        "resource": {"group": "", "version": "v1", "resource": resource},
+        "requestKind": {"group": "", "version": "v1", "kind": kind},
+        "requestResource": {"group": "", "version": "v1", "resource": resource},
+        "namespace": namespace,
+        "operation": "CREATE",
+        "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
+            "groups": ["system:serviceaccounts", "system:authenticated"]},
+        "object": object,
+        "dryRun": false,
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+    }))
+    .expect("AdmissionRequest")
+}
+
+/// The response's JSON patch (base64 JSONPatch), decoded; `None` when there is no patch.
+pub fn decoded_patch(response: &AdmissionResponse) -> Option<json_patch::Patch> {
+    let patch = response.patch.as_ref()?;
+    assert_eq!(response.patch_type, Some(PatchType::JsonPatch), "patchType");
+    let bytes = STANDARD.decode(patch).expect("patch is base64");
+    Some(serde_json::from_slice(&bytes).expect("patch is a JSON patch"))
+}
+
+/// The request's object with the response's patch applied (the object itself without a patch).
+pub fn patched(object: &Value, response: &AdmissionResponse) -> Value {
+    let mut out = object.clone();
+    if let Some(patch) = decoded_patch(response) {
+        json_patch::patch(&mut out, &patch).expect("the response's patch applies to the object");
+    }
+    out
+}
+
+/// Applies an RFC 6902 patch document to `input`.
+pub fn apply_patch(input: &Value, patch: &Value) -> Value {
+    let patch: json_patch::Patch = serde_json::from_value(patch.clone()).expect("patch parses");
+    let mut out = input.clone();
+    json_patch::patch(&mut out, &patch).expect("patch applies");
+    out
+}
+
+pub fn fixture_path(dir: &str, name: &str) -> PathBuf {
+    manifest_dir().join(dir).join(name)
+}
+
+/// A YAML or JSON fixture as JSON (first document).
+pub fn load(dir: &str, name: &str) -> Value {
+    let path = fixture_path(dir, name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if name.ends_with(".json") {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    } else {
+        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+}
+
+/// Drops `null` members (Linkerd renders `resources: null`, which the API server drops).
+pub fn without_nulls(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), without_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Nothing lost: the first path of `input` that `output` does not carry unchanged (array
+/// elements must appear in the same order; injection only inserts).
+pub fn lost_path(input: &Value, output: &Value, path: &str) -> Option<String> {
+    match (input, output) {
+        (Value::Object(a), Value::Object(b)) => a.iter().find_map(|(k, v)| match b.get(k) {
+            Some(w) => lost_path(v, w, &format!("{path}/{k}")),
+            None => Some(format!("{path}/{k}")),
+        }),
+        (Value::Array(a), Value::Array(b)) => {
+            let mut rest = b.iter();
+            for (i, item) in a.iter().enumerate() {
+                if !rest.any(|o| o == item) {
+                    return Some(format!("{path}/{i}"));
+                }
+            }
+            None
+        }
+        (a, b) if a == b => None,
+        _ => Some(path.to_string()),
+    }
+}
+
+/// The `linkerd.io/proxy-<kind>` labels of a pod.
+pub fn owner_labels(pod: &Value) -> BTreeMap<String, String> {
+    pod.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("linkerd.io/proxy-"))
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+        .collect()
+}
+
+/// Names of a pod's containers and init containers.
+pub fn container_names(pod: &Value) -> Vec<String> {
+    ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| pod.pointer(&format!("/spec/{k}")).and_then(Value::as_array))
+        .flatten()
+        .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
+/// Readable JSON for assertion messages.
+pub fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
