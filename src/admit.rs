@@ -198,6 +198,23 @@ fn check_template(template: &Value, at: &str) -> Result<(), String> {
             return Err(format!("{at}.spec.{key}: must be an array"));
         }
     }
+    // Container names are unique across containers and init containers (the API server
+    // enforces it too); a clear message here beats injecting into a pod that cannot exist.
+    let mut names = std::collections::BTreeSet::new();
+    for key in ["initContainers", "containers"] {
+        for (i, c) in pod::list(spec, key).iter().enumerate() {
+            let Some(obj) = c.as_object() else {
+                return Err(format!("{at}.spec.{key}[{i}]: must be an object"));
+            };
+            if let Some(name) = obj.get("name").and_then(Value::as_str)
+                && !names.insert(name)
+            {
+                return Err(format!(
+                    "{at}.spec.{key}[{i}].name: duplicate container name \"{name}\""
+                ));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -360,10 +377,14 @@ fn skipped(
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ");
-    let asked = |v: Option<&String>| matches!(v.map(String::as_str), Some("enabled" | "ingress"));
-    // A pod that already has a proxy is not missing one: say nothing, so a second pass
-    // (reinvocation) leaves an injected pod exactly as it is.
-    let asked = (asked(pod_ann.get(ann::INJECT)) || asked(ns_ann.get(ann::INJECT)))
+    // The pod's own value counts first; any value but "disabled" (a mistyped one included) is
+    // a request for a proxy. A pod that already has one is not missing it: say nothing, so a
+    // second pass (reinvocation) leaves an injected pod exactly as it is.
+    let effective = pod_ann
+        .get(ann::INJECT)
+        .filter(|v| !v.is_empty())
+        .or(ns_ann.get(ann::INJECT));
+    let asked = effective.is_some_and(|v| !v.is_empty() && v != "disabled")
         && !reasons.contains(&decide::SkipReason::SidecarExists);
     let mut additions = BTreeMap::new();
     if !pod_ann.contains_key(ann::OPAQUE_PORTS)

@@ -27,13 +27,6 @@ pub struct SettingsValidationResponse {
     pub message: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct Payload {
-    request: Value,
-    #[serde(default)]
-    settings: Value,
-}
-
 /// Answers `validate_settings`.
 pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
     let answer = match Settings::from_json_bytes(payload) {
@@ -60,13 +53,20 @@ pub fn validate(payload: &[u8], cluster: &dyn Cluster) -> Vec<u8> {
 }
 
 fn decode(payload: &[u8]) -> Result<(Value, Settings), String> {
-    let payload: Payload =
+    let value: Value =
         serde_json::from_slice(payload).map_err(|e| format!("validate payload: not a valid request: {e}"))?;
-    let settings = Settings::from_value(payload.settings).map_err(|e| e.to_string())?;
-    if !payload.request.is_object() {
+    let Value::Object(mut fields) = value else {
+        return Err("validate payload: must be a JSON object with \"request\" and \"settings\"".into());
+    };
+    let Some(request) = fields.remove("request") else {
+        return Err("validate payload: missing \"request\"".into());
+    };
+    let settings =
+        Settings::from_value(fields.remove("settings").unwrap_or(Value::Null)).map_err(|e| e.to_string())?;
+    if !request.is_object() {
         return Err("request: must be an AdmissionRequest object".into());
     }
-    Ok((payload.request, settings))
+    Ok((request, settings))
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {

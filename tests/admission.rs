@@ -640,7 +640,7 @@ fn wire_rejects_malformed_payloads() {
         (b"not json".to_vec(), "validate payload: not a valid request:"),
         (
             b"{\"settings\":{}}".to_vec(),
-            "validate payload: not a valid request: missing field `request`",
+            "validate payload: missing \"request\"",
         ),
         (
             b"{\"request\":1}".to_vec(),
@@ -663,4 +663,24 @@ fn wire_rejects_malformed_payloads() {
     let deleted: Value =
         serde_json::from_slice(&wire::validate(&payload(Value::Null, "DELETE"), &c)).unwrap();
     assert_eq!(deleted["accepted"], json!(true));
+}
+
+#[test]
+fn pods_that_opted_out_are_not_annotated() {
+    let out = run(
+        &pod(json!({"linkerd.io/inject": "disabled"})),
+        &settings(json!({})),
+        &cluster(json!({"linkerd.io/inject": "enabled"})),
+    );
+    assert_eq!(
+        out.verdict,
+        Verdict::Skipped(vec![SkipReason::DisabledAnnotation])
+    );
+    let m = out.mutated.unwrap();
+    assert!(
+        m["metadata"]["annotations"]
+            .get("linkerd.io/injection-skipped")
+            .is_none()
+    );
+    assert!(out.warnings.is_empty());
 }

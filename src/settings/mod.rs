@@ -65,6 +65,21 @@ impl Settings {
                 }]));
             }
         }
+        let shape_errors: Vec<FieldError> = OBJECT_KEYS
+            .iter()
+            .filter_map(|path| {
+                let found = path.split('.').try_fold(&value, |v, k| v.get(k))?;
+                (!found.is_object()).then(|| {
+                    FieldError::new(
+                        *path,
+                        format!("must be an object, got {}", scalar::kind_of(found)),
+                    )
+                })
+            })
+            .collect();
+        if !shape_errors.is_empty() {
+            return Err(SettingsError(shape_errors));
+        }
         let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             let path = if path == "." { String::new() } else { path };
@@ -87,6 +102,36 @@ impl Settings {
         }
     }
 }
+
+/// Keys that hold objects; serde would also accept arrays for them.
+const OBJECT_KEYS: &[&str] = &[
+    "policy",
+    "identity",
+    "proxy",
+    "proxy.image",
+    "proxy.ports",
+    "proxy.runtime",
+    "proxy.runtime.workers",
+    "proxy.resources",
+    "proxy.resources.cpu",
+    "proxy.resources.memory",
+    "proxy.resources.ephemeral-storage",
+    "proxy.livenessProbe",
+    "proxy.readinessProbe",
+    "proxy.startupProbe",
+    "proxy.control",
+    "proxy.control.streams",
+    "proxy.metrics",
+    "proxy.tracing",
+    "proxy.tracing.labels",
+    "proxy.tracing.collector",
+    "proxy.tracing.collector.meshIdentity",
+    "proxyInit",
+    "proxyInit.xtMountPath",
+    "networkValidator",
+    "debugContainer",
+    "debugContainer.image",
+];
 
 /// Helm treats `key: null` as "not set": drop such keys so the defaults apply.
 fn strip_nulls(value: &mut Value) {
