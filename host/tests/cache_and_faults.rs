@@ -23,18 +23,8 @@ fn hits_and_misses_are_counted_and_disable_cache_bypasses() {
     let host = host(ALL, state(CLUSTER));
     let ns = get_resource("v1", "Namespace", "emojivoto", None, false);
     let ns_uncached = get_resource("v1", "Namespace", "emojivoto", None, true);
-    let rs = get_resource(
-        "apps/v1",
-        "ReplicaSet",
-        "web-5d8f",
-        Some("emojivoto"),
-        false,
-    );
-    host_calls(
-        &policy,
-        &host,
-        json!([ns, ns, rs, ns_uncached, ns_uncached, rs]),
-    );
+    let rs = get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false);
+    host_calls(&policy, &host, json!([ns, ns, rs, ns_uncached, ns_uncached, rs]));
     // a second evaluation (fresh instance) shares the cache
     host_calls(&policy, &host, json!([ns, rs]));
     let stats = host.stats();
@@ -51,13 +41,7 @@ fn field_masks_are_not_part_of_the_cache_key() {
     let engine = engine();
     let policy = guest(&engine);
     let host = host(ALL, state(CLUSTER));
-    let full = get_resource(
-        "apps/v1",
-        "ReplicaSet",
-        "web-5d8f",
-        Some("emojivoto"),
-        false,
-    );
+    let full = get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false);
     let mut masked = full.clone();
     masked["payload"]["field_masks"] = json!(["spec.replicas"]);
     let out = host_calls(&policy, &host, json!([masked, full]));
@@ -74,12 +58,7 @@ fn field_masks_are_not_part_of_the_cache_key() {
 fn entries_expire_after_the_ttl_and_errors_are_not_cached() {
     let engine = engine();
     let policy = guest(&engine);
-    let host = host_with(
-        ALL,
-        state(CLUSTER),
-        FaultPlan::new(),
-        Duration::from_millis(300),
-    );
+    let host = host_with(ALL, state(CLUSTER), FaultPlan::new(), Duration::from_millis(300));
     let ns = get_resource("v1", "Namespace", "emojivoto", None, false);
     let missing = get_resource("v1", "Namespace", "missing", None, false);
     host_calls(&policy, &host, json!([ns, ns, missing, missing]));
@@ -107,13 +86,7 @@ fn faults_error_notfound_malformed() {
         &policy,
         &host,
         json!([
-            get_resource(
-                "apps/v1",
-                "ReplicaSet",
-                "web-5d8f",
-                Some("emojivoto"),
-                false
-            ),
+            get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false),
             get_resource("v1", "Namespace", "emojivoto", None, false),
             get_resource("v1", "Namespace", "other", None, false),
             get_resource("v1", "Namespace", "other", None, false),
@@ -152,13 +125,7 @@ fn fail_first_then_success_is_cached() {
     let policy = guest(&engine);
     let faults = FaultPlan::new().with_rule(FaultRule::parse("ReplicaSet=fail-first:1").unwrap());
     let host = host_with(ALL, state(CLUSTER), faults, Duration::from_secs(5));
-    let rs = get_resource(
-        "apps/v1",
-        "ReplicaSet",
-        "web-5d8f",
-        Some("emojivoto"),
-        false,
-    );
+    let rs = get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false);
     let out = host_calls(&policy, &host, json!([rs, rs, rs]));
     assert!(out[0].starts_with("err:"), "{}", out[0]);
     assert!(out[1].starts_with("ok:") && out[2].starts_with("ok:"));
@@ -177,11 +144,7 @@ fn latency_applies_to_lookups_not_cache_hits() {
     let ns = get_resource("v1", "Namespace", "emojivoto", None, false);
     let t0 = Instant::now();
     host_calls(&policy, &host, json!([ns]));
-    assert!(
-        t0.elapsed() >= Duration::from_millis(150),
-        "{:?}",
-        t0.elapsed()
-    );
+    assert!(t0.elapsed() >= Duration::from_millis(150), "{:?}", t0.elapsed());
     host_calls(&policy, &host, json!([ns, ns, ns]));
     assert_eq!((host.stats().made, host.stats().cached), (1, 3));
 }

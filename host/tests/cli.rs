@@ -9,10 +9,7 @@ use common::*;
 use serde_json::Value;
 
 fn guest_file() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "injector-host-test-guest-{}.wasm",
-        std::process::id()
-    ));
+    let path = std::env::temp_dir().join(format!("injector-host-test-guest-{}.wasm", std::process::id()));
     std::fs::write(&path, test_guest_wasm()).unwrap();
     path
 }
@@ -25,11 +22,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn data(name: &str) -> String {
-    manifest_dir()
-        .join("tests/data")
-        .join(name)
-        .display()
-        .to_string()
+    manifest_dir().join("tests/data").join(name).display().to_string()
 }
 
 fn stdout_json(out: &Output) -> Value {
@@ -176,11 +169,7 @@ fn run_serves_context_only_with_allow_context_aware() {
         allowed["warnings"][0].as_str().unwrap().starts_with("ok:"),
         "{allowed}"
     );
-    let faulted = stdout_json(&with(&[
-        "--allow-context-aware",
-        "--fault",
-        "Namespace=notfound",
-    ]));
+    let faulted = stdout_json(&with(&["--allow-context-aware", "--fault", "Namespace=notfound"]));
     assert!(
         faulted["warnings"][0]
             .as_str()
@@ -203,10 +192,7 @@ fn run_serves_context_only_with_allow_context_aware() {
     ]);
     let replayed_json = stdout_json(&replayed);
     assert!(
-        replayed_json["warnings"][0]
-            .as_str()
-            .unwrap()
-            .starts_with("ok:"),
+        replayed_json["warnings"][0].as_str().unwrap().starts_with("ok:"),
         "{replayed_json}"
     );
     assert!(String::from_utf8_lossy(&replayed.stderr).contains("have not been replayed: 1 left"));
@@ -217,23 +203,13 @@ fn run_serves_context_only_with_allow_context_aware() {
 
 #[test]
 fn missing_files_are_named() {
-    let out = run(&[
-        "run",
-        "-r",
-        "/nonexistent/req.json",
-        "/nonexistent/policy.wasm",
-    ]);
+    let out = run(&["run", "-r", "/nonexistent/req.json", "/nonexistent/policy.wasm"]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr)
             .starts_with("Error: Error opening request file /nonexistent/req.json;")
     );
-    let out = run(&[
-        "run",
-        "-r",
-        &data("pod-review.json"),
-        "/nonexistent/policy.wasm",
-    ]);
+    let out = run(&["run", "-r", &data("pod-review.json"), "/nonexistent/policy.wasm"]);
     assert!(
         String::from_utf8_lossy(&out.stderr)
             .starts_with("Error: cannot read module /nonexistent/policy.wasm:")

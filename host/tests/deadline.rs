@@ -25,9 +25,7 @@ const ENDLESS_INIT_WAT: &str = r#"
 #[test]
 fn endless_wat_guest_is_interrupted() {
     let engine = engine_with_deadline(100);
-    let policy = engine
-        .load_policy("endless.wat", ENDLESS_WAT.as_bytes())
-        .unwrap();
+    let policy = engine.load_policy("endless.wat", ENDLESS_WAT.as_bytes()).unwrap();
     let host = host(&[], state(""));
     let req = pod_request(json!({"kind": "Pod"}));
     let resp = policy.evaluate(&host, &req, &settings(json!({}))).unwrap();
@@ -46,10 +44,7 @@ fn endless_init_fails_instantiation() {
         .load_policy("endless-init.wat", ENDLESS_INIT_WAT.as_bytes())
         .unwrap();
     let host = host(&[], state(""));
-    let err = policy
-        .instantiate(&host)
-        .err()
-        .expect("instantiation must fail");
+    let err = policy.instantiate(&host).err().expect("instantiation must fail");
     assert!(
         err.to_string()
             .contains("cannot instantiate module endless-init.wat"),
@@ -70,16 +65,12 @@ fn interrupted_instance_is_reset_and_keeps_working() {
             .message(),
         "1"
     );
-    let resp = inst
-        .validate(&req, &settings(json!({"spin": true})))
-        .unwrap();
+    let resp = inst.validate(&req, &settings(json!({"spin": true}))).unwrap();
     assert!(!resp.allowed);
     assert_eq!(resp.message(), DEADLINE_MESSAGE);
     assert_eq!(resp.status.unwrap().code, Some(500));
     // the instance was rebuilt: its state starts over, and it answers normally
-    let resp = inst
-        .validate(&req, &settings(json!({"counter": true})))
-        .unwrap();
+    let resp = inst.validate(&req, &settings(json!({"counter": true}))).unwrap();
     assert!(resp.allowed);
     assert_eq!(resp.message(), "1");
     // other evaluations on the same engine are unaffected

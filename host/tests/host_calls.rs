@@ -18,10 +18,7 @@ fn get_resource_returns_the_object() {
         json!([get_resource("v1", "Namespace", "emojivoto", None, false)]),
     );
     let ns = ok_json(&out[0]);
-    assert_eq!(
-        ns["metadata"]["annotations"]["linkerd.io/inject"],
-        "enabled"
-    );
+    assert_eq!(ns["metadata"]["annotations"]["linkerd.io/inject"], "enabled");
     assert_eq!(ns["kind"], "Namespace");
 }
 
@@ -58,13 +55,7 @@ fn field_masks_prune_everything_but_metadata() {
     let engine = engine();
     let policy = guest(&engine);
     let host = host(ALL, state(CLUSTER));
-    let mut call = get_resource(
-        "apps/v1",
-        "ReplicaSet",
-        "web-5d8f",
-        Some("emojivoto"),
-        false,
-    );
+    let mut call = get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false);
     call["payload"]["field_masks"] = json!(["metadata.ownerReferences", "spec.replicas"]);
     let out = host_calls(&policy, &host, json!([call]));
     let rs = ok_json(&out[0]);
@@ -156,13 +147,7 @@ fn allow_list_refuses_undeclared_resources() {
         &policy,
         &host,
         json!([
-            get_resource(
-                "apps/v1",
-                "ReplicaSet",
-                "web-5d8f",
-                Some("emojivoto"),
-                false
-            ),
+            get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false),
             get_resource("v1", "Namespace", "emojivoto", None, false),
             // exact match: another version of the kind is not granted
             get_resource("apps/v1beta1", "Namespace", "emojivoto", None, false),
@@ -173,11 +158,7 @@ fn allow_list_refuses_undeclared_resources() {
         "err:Host error: Policy has not been granted access to Kubernetes apps/v1/ReplicaSet resources. The violation has been reported."
     );
     assert!(out[1].starts_with("ok:"));
-    assert!(
-        out[2].contains("apps/v1beta1/Namespace resources"),
-        "{}",
-        out[2]
-    );
+    assert!(out[2].contains("apps/v1beta1/Namespace resources"), "{}", out[2]);
     assert_eq!(host.stats().made, 1, "refused calls are not lookups");
 }
 
@@ -186,7 +167,8 @@ fn unknown_bindings_namespaces_operations_and_other_capabilities_are_refused() {
     let engine = engine();
     let policy = guest(&engine);
     let host = host(ALL, state(CLUSTER));
-    let call = |b: &str, n: &str, o: &str| json!({"binding": b, "namespace": n, "operation": o, "payload": "x"});
+    let call =
+        |b: &str, n: &str, o: &str| json!({"binding": b, "namespace": n, "operation": o, "payload": "x"});
     let out = host_calls(
         &policy,
         &host,
@@ -201,10 +183,7 @@ fn unknown_bindings_namespaces_operations_and_other_capabilities_are_refused() {
     );
     assert_eq!(out[0], "err:Host error: unknown binding: other");
     assert_eq!(out[1], "err:Host error: unknown namespace: nope");
-    assert_eq!(
-        out[2],
-        "err:Host error: unknown operation: delete_everything"
-    );
+    assert_eq!(out[2], "err:Host error: unknown operation: delete_everything");
     assert_eq!(out[3], "err:Host error: unknown operation: trace");
     assert_eq!(
         out[4],
@@ -254,9 +233,6 @@ fn tracing_log_records_are_served() {
     assert_eq!(logs[0]["message"], "hello from the guest");
     assert_eq!(host.log_count(), 1);
     let line = injector_host::callback::format_log("p", &logs[0]);
-    assert!(
-        line.starts_with("INFO policy=p hello from the guest"),
-        "{line}"
-    );
+    assert!(line.starts_with("INFO policy=p hello from the guest"), "{line}");
     assert!(line.contains("component=test-guest"), "{line}");
 }

@@ -23,10 +23,7 @@ fn policy_host() -> Arc<HostContext> {
     for o in default_control_plane() {
         state.insert(o).unwrap();
     }
-    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(
-        state,
-        FaultPlan::new(),
-    )));
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new())));
     Arc::new(HostContext::new(
         "policy.wasm",
         md.context_aware_resources,
@@ -40,10 +37,7 @@ fn declares_its_context_aware_resources() {
     let md = PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml");
     assert!(
         md.context_aware_resources
-            .contains(&injector_host::ContextAwareResource::new(
-                "apps/v1",
-                "ReplicaSet"
-            ))
+            .contains(&injector_host::ContextAwareResource::new("apps/v1", "ReplicaSet"))
     );
     assert!(
         md.context_aware_resources
@@ -94,12 +88,7 @@ fn rollout_of_1000_replicas_injects_every_pod() {
     };
     let report = run_rollout(&policy, &host, &Workload::default_nginx(1000), &opts).unwrap();
     assert_eq!(
-        (
-            report.injected,
-            report.skipped,
-            report.rejected,
-            report.errors
-        ),
+        (report.injected, report.skipped, report.rejected, report.errors),
         (1000, 0, 0, 0),
         "{}",
         report.render()

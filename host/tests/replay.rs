@@ -33,13 +33,7 @@ fn replays_in_order_with_recorded_errors() {
         &host,
         json!([
             get_resource("v1", "Namespace", "emojivoto", None, false),
-            get_resource(
-                "apps/v1",
-                "ReplicaSet",
-                "web-5d8f",
-                Some("emojivoto"),
-                false
-            ),
+            get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false),
             get_resource("v1", "Namespace", "emojivoto", None, false),
         ]),
     );
@@ -68,24 +62,14 @@ fn a_different_request_is_a_replay_error_and_consumes_the_exchange() {
         &host,
         json!([
             get_resource("v1", "Namespace", "emojivoto", None, true),
-            get_resource(
-                "apps/v1",
-                "ReplicaSet",
-                "web-5d8f",
-                Some("emojivoto"),
-                false
-            ),
+            get_resource("apps/v1", "ReplicaSet", "web-5d8f", Some("emojivoto"), false),
         ]),
     );
     assert_eq!(
         out[0],
         r#"err:Host error: Callback evaluation failure: Replay error: unexpected request. Was expecting KubernetesGetResource { api_version: "v1", kind: "Namespace", name: "emojivoto", namespace: None, disable_cache: false, field_masks: None }, got KubernetesGetResource { api_version: "v1", kind: "Namespace", name: "emojivoto", namespace: None, disable_cache: true, field_masks: None } instead"#
     );
-    assert!(
-        out[1].contains("Cannot find apps/v1/ReplicaSet"),
-        "{}",
-        out[1]
-    );
+    assert!(out[1].contains("Cannot find apps/v1/ReplicaSet"), "{}", out[1]);
     if let LookupSource::Replay(s) = host.lookups().source() {
         assert_eq!(s.leftovers(), 0);
     }
@@ -121,8 +105,7 @@ fn unreadable_sessions_are_reported() {
     );
     let err = ReplaySession::from_str("{}", Path::new("s.yml")).unwrap_err();
     assert!(
-        err.to_string()
-            .starts_with("cannot deserialize contents of"),
+        err.to_string().starts_with("cannot deserialize contents of"),
         "{err}"
     );
 }

@@ -71,10 +71,8 @@ fn mutation_becomes_a_base64_json_patch() {
         .evaluate(
             &host,
             &pod_request(pod()),
-            &settings(
-                json!({"response": {"accepted": true, "mutated_object": mutated,
-                "warnings": ["w1"], "audit_annotations": {"linkerd.io/owner": "Deployment/web"}}}),
-            ),
+            &settings(json!({"response": {"accepted": true, "mutated_object": mutated,
+                "warnings": ["w1"], "audit_annotations": {"linkerd.io/owner": "Deployment/web"}}})),
         )
         .unwrap();
     assert!(resp.allowed);
@@ -162,17 +160,12 @@ fn rejection_status_and_guest_errors() {
     );
     assert_eq!(resp.status.as_ref().unwrap().code, Some(500));
     let resp = policy
-        .evaluate(
-            &host,
-            &req,
-            &settings(json!({"raw_response": "{\"nope\": 1}"})),
-        )
+        .evaluate(&host, &req, &settings(json!({"raw_response": "{\"nope\": 1}"})))
         .unwrap();
     assert!(!resp.allowed);
     assert!(
-        resp.message().starts_with(
-            "internal server error: invalid response from policy: missing field `accepted`"
-        ),
+        resp.message()
+            .starts_with("internal server error: invalid response from policy: missing field `accepted`"),
         "{}",
         resp.message()
     );
@@ -191,10 +184,7 @@ fn every_evaluation_gets_a_fresh_instance() {
         assert_eq!(resp.message(), "1");
     }
     let mut inst = policy.instantiate(&host).unwrap();
-    inst.validate(&req, &settings(json!({"counter": true})))
-        .unwrap();
-    let resp = inst
-        .validate(&req, &settings(json!({"counter": true})))
-        .unwrap();
+    inst.validate(&req, &settings(json!({"counter": true}))).unwrap();
+    let resp = inst.validate(&req, &settings(json!({"counter": true}))).unwrap();
     assert_eq!(resp.message(), "2", "a kept instance keeps its state");
 }

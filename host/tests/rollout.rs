@@ -45,20 +45,9 @@ fn counts_injected_and_shares_the_lookup_cache() {
         "response": {"accepted": true, "mutated_object": proxied},
         "host_calls": [get_resource("v1", "Namespace", "rollout", None, false)]
     });
-    let report = run_rollout(
-        &policy,
-        &host,
-        &Workload::default_nginx(60),
-        &opts(60, 3, s),
-    )
-    .unwrap();
+    let report = run_rollout(&policy, &host, &Workload::default_nginx(60), &opts(60, 3, s)).unwrap();
     assert_eq!(
-        (
-            report.injected,
-            report.skipped,
-            report.rejected,
-            report.errors
-        ),
+        (report.injected, report.skipped, report.rejected, report.errors),
         (60, 0, 0, 0),
         "{report:?}"
     );
@@ -66,10 +55,7 @@ fn counts_injected_and_shares_the_lookup_cache() {
     assert_eq!(ns.made + ns.cached, 60);
     assert!(ns.made >= 1);
     assert!(report.replica_set.starts_with("nginx-"));
-    assert_eq!(
-        report.replica_set,
-        format!("nginx-{}", report.pod_template_hash)
-    );
+    assert_eq!(report.replica_set, format!("nginx-{}", report.pod_template_hash));
     assert!(report.latency.max_ms >= report.latency.p50_ms);
     assert!(
         report.render().contains("injected       60"),
@@ -135,21 +121,15 @@ fn rejections_errors_and_invalid_settings() {
 
 #[test]
 fn cli_rollout_prints_json() {
-    let module = std::env::temp_dir().join(format!(
-        "injector-host-rollout-guest-{}.wasm",
-        std::process::id()
-    ));
+    let module =
+        std::env::temp_dir().join(format!("injector-host-rollout-guest-{}.wasm", std::process::id()));
     std::fs::write(&module, test_guest_wasm()).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_injector-host"))
         .args(["rollout", "--replicas", "12", "--workers", "3", "--json"])
         .arg(&module)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["skipped"], 12);
     assert_eq!(report["replicas"], 12);

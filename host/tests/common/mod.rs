@@ -29,7 +29,14 @@ pub fn test_guest_wasm() -> &'static [u8] {
         let target_dir = manifest_dir().join("../target/test-guest");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let status = Command::new(cargo)
-            .args(["build", "--locked", "--release", "--target", "wasm32-wasip1", "--manifest-path"])
+            .args([
+                "build",
+                "--locked",
+                "--release",
+                "--target",
+                "wasm32-wasip1",
+                "--manifest-path",
+            ])
             .arg(guest.join("Cargo.toml"))
             .arg("--target-dir")
             .arg(&target_dir)
@@ -38,7 +45,10 @@ pub fn test_guest_wasm() -> &'static [u8] {
             .env_remove("CARGO_ENCODED_RUSTFLAGS")
             .status()
             .expect("cannot run cargo to build host/test-guest");
-        assert!(status.success(), "building host/test-guest for wasm32-wasip1 failed (is the wasm32-wasip1 target installed?)");
+        assert!(
+            status.success(),
+            "building host/test-guest for wasm32-wasip1 failed (is the wasm32-wasip1 target installed?)"
+        );
         let path = target_dir.join("wasm32-wasip1/release/injector_host_test_guest.wasm");
         std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
     })
@@ -90,8 +100,7 @@ pub fn resources(list: &[(&str, &str)]) -> BTreeSet<ContextAwareResource> {
 
 pub fn state(yaml: &str) -> ClusterState {
     let mut s = ClusterState::new();
-    s.load_str(yaml, Path::new("inline.yaml"))
-        .expect("cluster state");
+    s.load_str(yaml, Path::new("inline.yaml")).expect("cluster state");
     s
 }
 
@@ -137,9 +146,7 @@ pub fn settings(v: Value) -> Settings {
 /// Runs the test guest once with these settings.
 pub fn run_guest(policy: &Policy, host: &Arc<HostContext>, s: Value) -> AdmissionResponse {
     let req = pod_request(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}));
-    policy
-        .evaluate(host, &req, &settings(s))
-        .expect("evaluation")
+    policy.evaluate(host, &req, &settings(s)).expect("evaluation")
 }
 
 /// Makes host calls through the test guest and returns one line per call (`ok:..`/`err:..`).
