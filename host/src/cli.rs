@@ -10,10 +10,12 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 use thiserror::Error;
 
+use crate::annotate::AnnotateError;
 use crate::callback::{HostContext, LogSink};
 use crate::context::{ClusterState, ContextError};
 use crate::engine::{Engine, EngineConfig, EngineError, Policy};
 use crate::fault::{FaultParseError, FaultPlan, FaultRule};
+use crate::inject::{InjectError, InjectOptions, Injector};
 use crate::lookup::{ClusterLookup, LookupSource, Lookups};
 use crate::metadata::{ContextAwareResource, MetadataError, PolicyMetadata};
 use crate::replay::{ReplayError, ReplaySession};
@@ -62,6 +64,17 @@ pub enum CliError {
     Fault(#[from] FaultParseError),
     #[error(transparent)]
     Rollout(#[from] RolloutError),
+    #[error(transparent)]
+    Inject(#[from] InjectError),
+    #[error(transparent)]
+    Annotate(#[from] AnnotateError),
+    #[error("{what} {path}: {source}")]
+    File {
+        what: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("Provided settings are not valid: {0}")]
     InvalidSettings(String),
     #[error("cannot write the output: {0}")]
@@ -85,6 +98,62 @@ pub enum Command {
     Run(RunArgs),
     /// Play a Deployment rollout (linkerd2#3358) through the policy and summarise it.
     Rollout(RolloutArgs),
+    /// Inject the proxy into manifests ahead of time, like `linkerd inject --manual`: YAML on
+    /// stdout, a per-object report on stderr.
+    Inject(InjectArgs),
+    /// Write the policy metadata into the module's `io.kubewarden.metadata` section, like
+    /// `kwctl annotate`.
+    Annotate(AnnotateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InjectArgs {
+    /// YAML or JSON files, directories (read recursively: *.yaml, *.yml, *.json) or `-` (stdin)
+    #[arg(required = true, value_name = "FILE|DIR|-")]
+    pub inputs: Vec<String>,
+    /// The policy module
+    #[arg(long, default_value = "policy.wasm")]
+    pub module: PathBuf,
+    /// YAML or JSON file with the policy settings (the ClusterAdmissionPolicy's `settings`)
+    #[arg(long, conflicts_with = "settings_json")]
+    pub settings_path: Option<PathBuf>,
+    /// Policy settings as a JSON string
+    #[arg(long)]
+    pub settings_json: Option<String>,
+    /// Cluster state: Namespaces, Linkerd's trust-roots ConfigMap, owners (YAML/JSON objects)
+    #[arg(long)]
+    pub context: Option<PathBuf>,
+    /// Policy metadata file whose contextAwareResources are granted (default: the module's
+    /// embedded metadata, else policy.yaml next to the module)
+    #[arg(long)]
+    pub metadata_path: Option<PathBuf>,
+    /// Namespace of objects without metadata.namespace
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    /// Mark templates `linkerd.io/inject: ingress` (proxy in ingress mode) unless they set a value
+    #[arg(long)]
+    pub ingress: bool,
+    /// Add the debug sidecar (`config.linkerd.io/enable-debug-sidecar: "true"`) unless set
+    #[arg(long)]
+    pub enable_debug_sidecar: bool,
+    /// Do not print the per-object report on stderr
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnnotateArgs {
+    /// Policy metadata YAML (policy.yaml / metadata.yml)
+    #[arg(short = 'm', long)]
+    pub metadata_path: PathBuf,
+    /// Usage text embedded as io.kubewarden.policy.usage (e.g. README.md)
+    #[arg(short = 'u', long)]
+    pub usage_path: Option<PathBuf>,
+    /// Where to write the annotated module
+    #[arg(short = 'o', long)]
+    pub output_path: PathBuf,
+    /// The policy module (.wasm)
+    pub module: PathBuf,
 }
 
 /// Settings, metadata and lookup options shared by both commands.
@@ -171,7 +240,11 @@ pub struct RolloutArgs {
 }
 
 fn read_settings(common: &CommonArgs) -> Result<Settings, CliError> {
-    if let Some(path) = &common.settings_path {
+    settings_from(common.settings_path.as_deref(), common.settings_json.as_deref())
+}
+
+fn settings_from(settings_path: Option<&Path>, settings_json: Option<&str>) -> Result<Settings, CliError> {
+    if let Some(path) = settings_path {
         let p = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| CliError::OpenSettings {
             path: p.clone(),
@@ -180,7 +253,7 @@ fn read_settings(common: &CommonArgs) -> Result<Settings, CliError> {
         let value: Value =
             serde_yaml::from_str(&text).map_err(|source| CliError::ParseSettings { path: p, source })?;
         Ok(Settings::from_value(&value)?)
-    } else if let Some(json) = &common.settings_json {
+    } else if let Some(json) = settings_json {
         let value: Value = serde_json::from_str(json).map_err(CliError::ParseSettingsJson)?;
         Ok(Settings::from_value(&value)?)
     } else {
@@ -382,10 +455,82 @@ pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
     }
 }
 
+/// `injector-host inject`: prints the report on stderr, returns the YAML stream.
+pub fn inject(args: &InjectArgs) -> Result<String, CliError> {
+    let settings = settings_from(args.settings_path.as_deref(), args.settings_json.as_deref())?;
+    let inputs = crate::inject::read_inputs(&args.inputs)?;
+    let engine = Engine::new(EngineConfig::without_deadline())?;
+    let policy = engine.load_policy_file(&args.module)?;
+    let md = match &args.metadata_path {
+        Some(path) => Some(PolicyMetadata::from_file(path)?),
+        None => match policy.embedded_metadata() {
+            Some(md) => Some(md.clone()),
+            None => {
+                let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
+                match sibling {
+                    Some(p) if p.exists() => Some(PolicyMetadata::from_file(&p)?),
+                    _ => None,
+                }
+            }
+        },
+    };
+    let context = match &args.context {
+        Some(path) => ClusterState::from_file(path)?,
+        None => ClusterState::new(),
+    };
+    let options = InjectOptions {
+        namespace: Some(args.namespace.clone()),
+        ingress: args.ingress,
+        enable_debug_sidecar: args.enable_debug_sidecar,
+    };
+    let injector = Injector::new(
+        &policy,
+        settings,
+        options,
+        context,
+        md.map(|m| m.context_aware_resources),
+    );
+    let output = injector.run(inputs)?;
+    if !args.quiet {
+        eprint!("{}", output.report.render());
+    }
+    Ok(output.yaml)
+}
+
+/// `injector-host annotate`: writes the annotated module, prints warnings on stderr.
+pub fn annotate(args: &AnnotateArgs) -> Result<String, CliError> {
+    let read = |what: &'static str, path: &Path| {
+        std::fs::read(path).map_err(|source| CliError::File {
+            what,
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    let module = read("Error reading wasm file", &args.module)?;
+    let metadata =
+        String::from_utf8_lossy(&read("Error opening metadata file", &args.metadata_path)?).into_owned();
+    let usage = match &args.usage_path {
+        Some(p) => Some(String::from_utf8_lossy(&read("Error reading usage file", p)?).into_owned()),
+        None => None,
+    };
+    let annotated = crate::annotate::annotate(&module, &metadata, usage.as_deref())?;
+    for w in &annotated.warnings {
+        eprintln!("WARN {w}");
+    }
+    std::fs::write(&args.output_path, &annotated.module).map_err(|source| CliError::File {
+        what: "cannot write",
+        path: args.output_path.display().to_string(),
+        source,
+    })?;
+    Ok(String::new())
+}
+
 /// Runs the parsed command and returns what goes to stdout.
 pub fn execute(cli: &Cli) -> Result<String, CliError> {
     match &cli.command {
         Command::Run(args) => run(args),
         Command::Rollout(args) => rollout(args),
+        Command::Inject(args) => inject(args),
+        Command::Annotate(args) => annotate(args),
     }
 }

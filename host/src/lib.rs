@@ -15,9 +15,14 @@
 //! * [`context`]: the cluster state (objects loaded from YAML/JSON).
 //! * [`request`], [`response`]: AdmissionRequest / AdmissionResponse wire types.
 //! * [`rollout`]: the Deployment rollout simulation of linkerd2#3358.
+//! * [`inject`]: manual injection of manifests (`injector-host inject`, like
+//!   `linkerd inject --manual`).
+//! * [`annotate`]: the `io.kubewarden.metadata` section (`injector-host annotate`, like
+//!   `kwctl annotate`).
 //! * [`cli`]: the `injector-host` command line.
 #![forbid(unsafe_code)]
 
+pub mod annotate;
 pub mod cache;
 pub mod callback;
 pub mod cli;
@@ -25,6 +30,7 @@ pub mod context;
 pub mod engine;
 pub mod fault;
 pub mod field_mask;
+pub mod inject;
 pub mod lookup;
 pub mod metadata;
 pub mod replay;
