@@ -7,7 +7,7 @@ HOST := target/host/injector-host
 REPLICAS ?= 1000
 WORKERS ?= 2
 
-.PHONY: all policy.wasm host demo test fmt lint unit host-test clean wasm-target
+.PHONY: all policy.wasm host demo test fmt lint unit host-test clean wasm-target fuzz
 
 all: policy.wasm
 
@@ -40,6 +40,19 @@ host-test: policy.wasm
 	$(CARGO) test --locked -p injector-host
 
 test: fmt lint policy.wasm unit host-test
+
+# Fuzzing (nightly + cargo-fuzz): each target for FUZZ_SECONDS, from the committed seed corpus.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := wire_bytes core_structured
+fuzz:
+	@cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p target/fuzz-corpus/$$t; \
+	  cargo +nightly fuzz run --fuzz-dir fuzz $$t target/fuzz-corpus/$$t fuzz/corpus/$$t -- \
+	    -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -rss_limit_mb=4096 || exit 1; \
+	done
+
+-include benches/Makefile.bench
 
 clean:
 	$(CARGO) clean
