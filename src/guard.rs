@@ -78,23 +78,14 @@ pub fn check(
         });
     }
     if config.debug_sidecar {
-        let d = &config.values.debug_container.image;
-        let tag = if d.version.is_empty() {
-            &config.values.linkerd_version
-        } else {
-            &d.version
-        };
-        let image = format!("{}:{tag}", d.name);
+        let image = cx.debug_image();
         if !policy.image_allowed(&image) {
-            let source = source(
+            let origin = source(
                 s,
                 &[ann::DEBUG_IMAGE, ann::DEBUG_IMAGE_VERSION],
                 "debugContainer.image",
             );
-            return Err(GuardError::Image {
-                image,
-                origin: source,
-            });
+            return Err(GuardError::Image { image, origin });
         }
     }
     if config.values.proxy.uid == 0 && !policy.allow_root_proxy {

@@ -315,18 +315,13 @@ pub fn network_validator(cx: &Context<'_>) -> Value {
 pub fn debug_container(cx: &Context<'_>) -> Value {
     let v = &cx.config.values;
     let d = &v.debug_container.image;
-    let tag = if d.version.is_empty() {
-        &v.linkerd_version
-    } else {
-        &d.version
-    };
     let pull = if d.pull_policy.is_empty() {
         &v.image_pull_policy
     } else {
         &d.pull_policy
     };
     json!({
-        "image": format!("{}:{tag}", d.name),
+        "image": cx.debug_image(),
         "imagePullPolicy": pull,
         "livenessProbe": {"exec": {"command": ["true"]}},
         "name": "linkerd-debug",

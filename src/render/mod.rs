@@ -53,6 +53,18 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// `<image>:<tag>` of the debug sidecar.
+    pub fn debug_image(&self) -> String {
+        let v = &self.config.values;
+        let d = &v.debug_container.image;
+        let tag = if d.version.is_empty() {
+            &v.linkerd_version
+        } else {
+            &d.version
+        };
+        format!("{}:{tag}", d.name)
+    }
+
     pub fn pull_policy(&self) -> &str {
         let v = &self.config.values;
         if v.proxy.image.pull_policy.is_empty() {
