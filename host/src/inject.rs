@@ -526,6 +526,19 @@ fn mark(object: &mut Value, path: &[&str], options: &InjectOptions) -> bool {
     true
 }
 
+/// Linkerd's reason texts for a pod without / with `linkerd.io/inject: disabled`.
+const ENABLE_ABSENT: &str =
+    "neither the namespace nor the pod have the annotation \"linkerd.io/inject:enabled\"";
+const DISABLE_PRESENT: &str = "pod has the annotation \"linkerd.io/inject:disabled\"";
+
+fn explicitly_disabled(object: &Value, path: &[&str]) -> bool {
+    let pointer: String = path.iter().map(|p| format!("/{p}")).collect();
+    str_at(
+        object,
+        &format!("{pointer}/metadata/annotations/linkerd.io~1inject"),
+    ) == Some("disabled")
+}
+
 fn split_api_version(api_version: &str) -> (String, String) {
     match api_version.split_once('/') {
         Some((g, v)) => (g.to_owned(), v.to_owned()),
@@ -869,6 +882,11 @@ impl<'p> Injector<'p> {
         let injection = audit.get("injection").map(String::as_str).unwrap_or("");
         if injection != "injected" {
             entry.verdict = match injection.strip_prefix("skipped: ") {
+                // An explicit `disabled` in a namespace that does not enable injection: the
+                // webhook's reason is the missing `enabled`; say what the CLI says.
+                Some(reasons) if explicitly_disabled(object, path) => {
+                    Verdict::Skipped(reasons.replace(ENABLE_ABSENT, DISABLE_PRESENT))
+                }
                 Some(reasons) => Verdict::Skipped(reasons.to_owned()),
                 None => Verdict::Skipped(format!("not injected by the policy ({injection})")),
             };

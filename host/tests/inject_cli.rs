@@ -1,0 +1,381 @@
+//! `injector-host inject` end to end (the binary, the real policy module): byte-for-byte copies
+//! of untouched documents, directories, stdin, JSON, Lists, reports, errors, cluster state.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn data(name: &str) -> PathBuf {
+    manifest_dir().join("tests/data/inject").join(name)
+}
+
+fn policy_wasm() -> PathBuf {
+    let path = std::env::var_os("INJECTOR_POLICY_WASM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir().join("../policy.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: run `make policy.wasm` first",
+        path.display()
+    );
+    path
+}
+
+fn pem() -> String {
+    std::fs::read_to_string(
+        manifest_dir().join("../tests/fixtures/linkerd/cli/cmd/testdata/valid-trust-anchors.pem"),
+    )
+    .unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("inject_cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// Settings with the test trust anchors inline, written to a file.
+fn settings_file(name: &str, extra: Value) -> PathBuf {
+    let mut settings = json!({"identityTrustAnchorsPEM": pem()});
+    if let (Value::Object(a), Value::Object(b)) = (&mut settings, extra) {
+        a.extend(b);
+    }
+    let path = tmp(name);
+    std::fs::write(&path, serde_json::to_string_pretty(&settings).unwrap()).unwrap();
+    path
+}
+
+fn inject(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_injector-host"));
+    cmd.arg("inject")
+        .arg("--module")
+        .arg(policy_wasm())
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(text) = stdin {
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}
+
+fn docs(yaml: &str) -> Vec<Value> {
+    serde_yaml::Deserializer::from_str(yaml)
+        .map(|d| Value::deserialize(d).unwrap())
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn container_names(template: &Value) -> Vec<String> {
+    let names = |key: &str| -> Vec<String> {
+        template["spec"][key]
+            .as_array()
+            .map(|a| a.iter().map(|c| c["name"].as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default()
+    };
+    [names("initContainers"), names("containers")].concat()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn mixed_stream_keeps_untouched_documents_byte_for_byte() {
+    let settings = settings_file("mixed.json", json!({}));
+    let input = std::fs::read_to_string(data("mixed.yaml")).unwrap();
+    let out = inject(
+        &["--settings-path", path(&settings), path(&data("mixed.yaml"))],
+        None,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+
+    // Everything before the Deployment is copied verbatim, separators and comments included.
+    let head = &input[..input.find("apiVersion: apps/v1\nkind: Deployment").unwrap()];
+    assert!(stdout.starts_with(head), "{stdout}");
+    // The DaemonSet (skipped), the ConfigMap and the `...` marker, verbatim.
+    let daemonset = &input[input.find("---\napiVersion: apps/v1\nkind: DaemonSet").unwrap()
+        ..input.find("---\napiVersion: v1\nkind: List").unwrap()];
+    assert!(stdout.contains(daemonset), "{stdout}");
+    assert!(stdout.ends_with("---\n"), "the trailing separator is kept");
+
+    let docs = docs(&stdout);
+    assert_eq!(
+        docs.iter()
+            .map(|d| d["kind"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        [
+            "Namespace",
+            "Service",
+            "Deployment",
+            "DaemonSet",
+            "ConfigMap",
+            "List"
+        ]
+    );
+    let deployment = &docs[2];
+    let t = &deployment["spec"]["template"];
+    assert_eq!(container_names(t), ["linkerd-init", "linkerd-proxy", "web"]);
+    assert_eq!(t["metadata"]["annotations"]["linkerd.io/inject"], "enabled");
+    assert_eq!(t["metadata"]["labels"]["linkerd.io/proxy-deployment"], "web");
+    assert_eq!(t["metadata"]["labels"]["linkerd.io/workload-ns"], "shop");
+    let proxy = &t["spec"]["initContainers"][1];
+    assert_eq!(
+        proxy["resources"]["requests"]["cpu"], "200m",
+        "the input's Namespace is the cluster state"
+    );
+    // the rewritten document keeps its leading comment
+    assert!(stdout.contains("--- # the workload\n# keep this comment\napiVersion: apps/v1\n"));
+
+    let list = &docs[5]["items"];
+    assert_eq!(container_names(&list[0]), ["sh"], "inject: disabled is honoured");
+    assert_eq!(
+        container_names(&list[1]),
+        ["linkerd-init", "linkerd-proxy", "worker"]
+    );
+    assert_eq!(list[1]["metadata"]["labels"]["linkerd.io/workload-ns"], "shop");
+
+    assert_eq!(
+        stderr,
+        "\n\
+         namespace \"shop\" skipped: not a pod or a workload\n\
+         service \"web\" skipped: not a pod or a workload\n\
+         deployment \"web\" injected\n\
+         daemonset \"node-agent\" skipped: hostNetwork is enabled\n\
+         configmap \"settings\" skipped: not a pod or a workload\n\
+         pod \"debug\" skipped: pod has the annotation \"linkerd.io/inject:disabled\"\n\
+         pod \"worker\" injected\n\n"
+    );
+
+    // Idempotent: the output goes through unchanged, every workload now skipped.
+    let again = inject(&["--settings-path", path(&settings), "-"], Some(&stdout));
+    assert!(again.status.success());
+    assert_eq!(text(&again.stdout), stdout);
+    assert!(text(&again.stderr).contains("deployment \"web\" skipped: pod has a sidecar injected already"));
+    // Deterministic.
+    let twice = inject(
+        &["--settings-path", path(&settings), path(&data("mixed.yaml"))],
+        None,
+    );
+    assert_eq!(twice.stdout, out.stdout);
+}
+
+#[test]
+fn directories_json_and_namespaces() {
+    let settings = settings_file("dir.json", json!({}));
+    let out = inject(
+        &[
+            "--settings-path",
+            path(&settings),
+            "-n",
+            "batch",
+            path(&data("dir")),
+        ],
+        None,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    // a.yaml, c.yml, nested/b.json (two JSON values), in path order; ignored.txt is not read
+    let docs = docs(&stdout);
+    assert_eq!(
+        docs.iter()
+            .map(|d| d["kind"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["CronJob", "ServiceAccount", "Pod", "Secret"]
+    );
+    let template = &docs[0]["spec"]["jobTemplate"]["spec"]["template"];
+    assert_eq!(
+        container_names(template),
+        ["linkerd-init", "linkerd-proxy", "report"]
+    );
+    assert_eq!(template["metadata"]["labels"]["linkerd.io/workload-ns"], "batch");
+    assert_eq!(
+        container_names(&docs[2]),
+        ["linkerd-init", "linkerd-proxy", "app"]
+    );
+    // the untouched JSON document is copied as it is, after a separator
+    assert!(stdout.contains(
+        "---\n{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"s\"}, \"type\": \"Opaque\"}\n"
+    ));
+    // c.yml starts with its own `---`: no doubled separator
+    assert!(!stdout.contains("---\n---\n"), "{stdout}");
+    assert!(stderr.contains("cronjob \"report\" injected\n"), "{stderr}");
+    assert!(stderr.contains("pod \"json-pod\" injected\n"), "{stderr}");
+}
+
+#[test]
+fn stdin_and_json_list() {
+    let settings = settings_file("stdin.json", json!({}));
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "data"},
+         "spec": {"selector": {}, "serviceName": "db", "template": {"spec": {"containers": [{"name": "db", "image": "postgres"}]}}}}
+    ]});
+    let out = inject(
+        &["--settings-path", path(&settings), "--ingress", "-"],
+        Some(&serde_json::to_string_pretty(&list).unwrap()),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let docs = docs(&text(&out.stdout));
+    assert_eq!(docs.len(), 1);
+    let template = &docs[0]["items"][0]["spec"]["template"];
+    assert_eq!(
+        template["metadata"]["annotations"]["linkerd.io/inject"],
+        "ingress"
+    );
+    assert_eq!(
+        template["metadata"]["labels"]["linkerd.io/proxy-statefulset"],
+        "db"
+    );
+    let proxy = template["spec"]["initContainers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "linkerd-proxy")
+        .unwrap();
+    let env = proxy["env"].as_array().unwrap();
+    assert!(
+        env.iter()
+            .any(|e| e["name"] == "LINKERD2_PROXY_INGRESS_MODE" && e["value"] == "true"),
+        "ingress mode"
+    );
+}
+
+#[test]
+fn parse_errors_name_every_file_and_line_and_print_nothing() {
+    let settings = settings_file("bad.json", json!({}));
+    let bad_yaml = tmp("bad.yaml");
+    std::fs::write(
+        &bad_yaml,
+        "apiVersion: v1\nkind: Pod\n---\nmetadata:\n  name: [x\n",
+    )
+    .unwrap();
+    let bad_json = tmp("bad.json5");
+    std::fs::write(&bad_json, "{\"kind\": \"Pod\",\n \"metadata\": }\n").unwrap();
+    let out = inject(
+        &[
+            "--settings-path",
+            path(&settings),
+            path(&bad_yaml),
+            path(&data("mixed.yaml")),
+            path(&bad_json),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("Error: "), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{}:6:1: cannot parse YAML", bad_yaml.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{}:2:14: cannot parse JSON", bad_json.display())),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn cluster_state_and_trust_anchors() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: web}\nspec:\n  containers: [{name: c, image: i}]\n";
+    // No inline trust anchors and no context: refused, nothing invented.
+    let no_pem = tmp("nopem.json");
+    std::fs::write(&no_pem, "{}").unwrap();
+    let out = inject(&["--settings-path", path(&no_pem), "-"], Some(pod));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).contains(
+            "no trust anchors for manual injection: set identityTrustAnchorsPEM in the settings, or pass \
+             --context with ConfigMap linkerd/linkerd-identity-trust-roots (key ca-bundle.crt)"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    // The context's ConfigMap and Namespace are used.
+    let context = tmp("context.yaml");
+    let bundle = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    let objects = json!([
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"},
+         "data": {"ca-bundle.crt": bundle}},
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": "web", "annotations": {"config.linkerd.io/proxy-log-level": "debug"}}}
+    ]);
+    std::fs::write(&context, serde_json::to_string(&objects).unwrap()).unwrap();
+    let out = inject(
+        &["--settings-path", path(&no_pem), "--context", path(&context), "-"],
+        Some(pod),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let docs = docs(&text(&out.stdout));
+    let sha = docs[0]["metadata"]["annotations"]["linkerd.io/trust-root-sha256"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(sha.len(), 64);
+    let proxy = &docs[0]["spec"]["initContainers"][1];
+    assert!(
+        proxy["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["name"] == "LINKERD2_PROXY_LOG" && e["value"].as_str().unwrap().starts_with("debug")),
+        "namespace annotation from the context"
+    );
+}
+
+#[test]
+fn settings_problems_and_rejections_stop_the_run() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {config.linkerd.io/proxy-image: evil/proxy}\nspec:\n  containers: [{name: c, image: i}]\n";
+    let verify = settings_file("verify.json", json!({"policy": {"mode": "verify"}}));
+    let out = inject(&["--settings-path", path(&verify), "-"], Some(pod));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("policy.mode: verify"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let invalid = settings_file("invalid.json", json!({"proxy": {"ports": {"admin": 0}}}));
+    let out = inject(&["--settings-path", path(&invalid), "-"], Some(pod));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("Provided settings are not valid: settings.proxy.ports.admin"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let hardened = settings_file(
+        "hardened.json",
+        json!({"policy": {"restrictedAnnotations": ["config.linkerd.io/proxy-image"]}}),
+    );
+    let out = inject(&["--settings-path", path(&hardened), "-"], Some(pod));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).contains(
+            "<stdin>: pod/p: rejected by the policy: annotation config.linkerd.io/proxy-image: pod authors may not set it"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
