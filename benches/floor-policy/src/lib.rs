@@ -7,7 +7,7 @@
 
 use kubewarden_policy_sdk::request::ValidationRequest;
 use kubewarden_policy_sdk::settings::Validatable;
-use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
+use kubewarden_policy_sdk::wapc_guest::CallResult;
 use serde::{Deserialize, Serialize};
 
 /// Accepts any settings object.
@@ -21,17 +21,18 @@ impl Validatable for Settings {
     }
 }
 
+/// Only in the module: natively the benchmarks link this crate next to the injector policy,
+/// which exports its own `wapc_init`.
+#[cfg(target_arch = "wasm32")]
 #[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
+    use kubewarden_policy_sdk::wapc_guest as guest;
     guest::register_function("validate", validate);
     guest::register_function(
         "validate_settings",
         kubewarden_policy_sdk::validate_settings::<Settings>,
     );
-    guest::register_function(
-        "protocol_version",
-        kubewarden_policy_sdk::protocol_version_guest,
-    );
+    guest::register_function("protocol_version", kubewarden_policy_sdk::protocol_version_guest);
 }
 
 /// Parses the request and returns its object unchanged as the mutated object.
