@@ -367,7 +367,10 @@ fn errors_name_the_input_and_the_line() {
         "{message} at {line:?}"
     );
     // The position is given apart; libyaml's context (where the mapping began) stays in the text.
-    assert!(message.starts_with("did not find expected ',' or '}'"), "{message}");
+    assert!(
+        message.starts_with("did not find expected ',' or '}'"),
+        "{message}"
+    );
 
     let bad = "kind: Pod\nmetadata:\n  name: x\n   labels: {}\n";
     let (_, message, line) = only_error(&preview(bad, "", settings));
