@@ -648,7 +648,7 @@ impl<'p> Injector<'p> {
         let mut yaml = String::new();
         let mut uid = 0usize;
         for p in &parsed {
-            if !p.json {
+            if !p.json && !p.input.text.trim().is_empty() {
                 let starts_with_marker = p
                     .input
                     .text
@@ -692,7 +692,7 @@ impl<'p> Injector<'p> {
                 if any {
                     let comments = leading_comments(original);
                     yaml.push_str(&comments);
-                    if original[comments.len()..].starts_with("---") {
+                    if original[comments.len()..].starts_with("---") && !yaml.ends_with("---\n") {
                         yaml.push_str("---\n");
                     }
                     for (i, v) in changed.iter().enumerate() {

@@ -379,3 +379,47 @@ fn settings_problems_and_rejections_stop_the_run() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn input_boundaries() {
+    let settings = settings_file("edges.json", json!({}));
+    let files = [
+        ("1.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}"),
+        (
+            "2.yaml",
+            "apiVersion: v1\r\nkind: Pod\r\nmetadata: {name: crlf}\r\nspec:\r\n  containers: [{name: c, image: i}]\r\n",
+        ),
+        ("3.yaml", ""),
+        (
+            "4.yaml",
+            "--- {apiVersion: v1, kind: Pod, metadata: {name: inline}, spec: {containers: [{name: c, image: i}]}}\n\
+             --- {apiVersion: v1, kind: Secret, metadata: {name: s}}\n",
+        ),
+    ];
+    let mut args = vec!["--settings-path".to_owned(), path(&settings).to_owned()];
+    for (name, content) in files {
+        let p = tmp(name);
+        std::fs::write(&p, content).unwrap();
+        args.push(path(&p).to_owned());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = inject(&args, None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    // a file without a final newline is closed before the next file's separator
+    assert!(
+        stdout.starts_with("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n"),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("--- {apiVersion: v1, kind: Secret, metadata: {name: s}}\n"));
+    assert_eq!(stdout.matches("\n---").count(), 3, "no empty documents: {stdout}");
+    let names: Vec<String> = docs(&stdout)
+        .iter()
+        .map(|d| d["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["a", "crlf", "inline", "s"]);
+    assert_eq!(
+        container_names(&docs(&stdout)[1]),
+        ["linkerd-init", "linkerd-proxy", "c"]
+    );
+}
