@@ -63,7 +63,8 @@ pub struct ObjectPreview {
     pub kind: String,
     pub name: String,
     pub namespace: String,
-    /// `injected`, `skipped`, `unchanged` or `rejected`.
+    /// `injected`, `skipped` (no proxy, Linkerd's reasons), `annotated` (no proxy to add, but an
+    /// annotation added, e.g. opaque ports on a Service), `unchanged` or `rejected`.
     pub verdict: &'static str,
     /// One sentence for the verdict.
     pub headline: String,
@@ -373,6 +374,9 @@ pub fn admit_one(
                 .collect();
         }
         Verdict::NotApplicable => {
+            if !preview.changes.is_empty() {
+                preview.verdict = "annotated";
+            }
             preview.headline = match kind {
                 "Service" if !preview.changes.is_empty() => {
                     "Not a pod: only Linkerd's opaque-ports annotation is added to the Service.".into()

@@ -175,6 +175,7 @@ fn compare(
     let expected_verdict = match &verdict {
         Verdict::Injected { .. } => "injected",
         Verdict::Skipped(_) => "skipped",
+        Verdict::NotApplicable if response.mutated_object.is_some() => "annotated",
         Verdict::NotApplicable => "unchanged",
         Verdict::Rejected(_) => "rejected",
     };
@@ -234,7 +235,7 @@ fn same_answers_as_the_module_on_linkerds_fixtures() {
         }
     }
     println!("binding vs module: {cases} cases agree ({verdicts:?})");
-    for v in ["injected", "skipped", "unchanged", "rejected"] {
+    for v in ["injected", "skipped", "annotated", "unchanged", "rejected"] {
         assert!(verdicts.contains_key(v), "no case gave {v}: {verdicts:?}");
     }
 }
@@ -307,7 +308,7 @@ fn lists_and_documents_keep_their_shape() {
     assert_eq!(
         verdicts,
         [
-            ("Service", "unchanged"),
+            ("Service", "annotated"),
             ("StatefulSet", "injected"),
             ("CronJob", "skipped"),
             ("ConfigMap", "unchanged"),

@@ -114,6 +114,12 @@ async function run(page, url) {
   const manifestError = await text(page, "#manifest-error");
   check("invalid YAML: error names line 5", manifestError.includes("line 5"), manifestError);
   check("invalid YAML: manifest marked invalid", await page.locator("#manifest.invalid").count() === 1);
+  await page.click("#manifest-error [data-line]");
+  const selected = await page.evaluate(() => {
+    const t = document.querySelector("#manifest");
+    return t.value.slice(t.selectionStart, t.selectionEnd);
+  });
+  check("invalid YAML: clicking the error selects line 5", selected === "   labels: {}", JSON.stringify(selected));
   await page.screenshot({ path: join(OUT, "error.png") });
 
   // 4. An invalid setting: the error sits under the settings, with the key and its line.

@@ -10,7 +10,7 @@ function el(tag, attrs = {}, ...children) {
   for (const [k, v] of Object.entries(attrs)) {
     if (v !== undefined && v !== null) node.setAttribute(k, v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c !== undefined && c !== null) node.append(c);
   }
   return node;
@@ -22,7 +22,7 @@ function showErrors(errors) {
     const mine = errors.filter((e) => e.input === name);
     box.replaceChildren(
       ...mine.map((e) =>
-        el("div", { class: "error-line" },
+        el("div", { class: "error-line", "data-line": e.line },
           e.line ? el("span", { class: "where" }, `line ${e.line}${e.column ? `, column ${e.column}` : ""}`) : null,
           e.message),
       ),
@@ -30,6 +30,16 @@ function showErrors(errors) {
     box.hidden = mine.length === 0;
     $(name).classList.toggle("invalid", mine.length > 0);
   }
+}
+
+// Selects line `n` (1-based) of a textarea, so a click on an error shows where it is.
+function goToLine(textarea, n) {
+  const lines = textarea.value.split("\n");
+  const start = lines.slice(0, n - 1).reduce((sum, l) => sum + l.length + 1, 0);
+  textarea.focus();
+  textarea.setSelectionRange(start, start + (lines[n - 1] ?? "").length);
+  const lineHeight = parseFloat(getComputedStyle(textarea).lineHeight) || 18;
+  textarea.scrollTop = Math.max(0, (n - 3) * lineHeight);
 }
 
 function verdictCard(o, many) {
@@ -148,13 +158,21 @@ async function main() {
   $("versions").textContent = `(policy ${versions.policy}, Linkerd ${versions.linkerd})`;
   const examples = JSON.parse(examples_json());
   const select = $("example");
-  select.replaceChildren(...examples.map((e) => el("option", { value: e.id }, e.title)));
+  select.replaceChildren(
+    ...examples.map((e) => el("option", { value: e.id }, e.title)),
+    el("option", { value: "", disabled: "" }, "(your own input)"),
+  );
   select.addEventListener("change", () => load(examples.find((e) => e.id === select.value)));
   let timer;
   for (const name of inputs) {
     $(name).addEventListener("input", () => {
+      select.value = "";
       clearTimeout(timer);
       timer = setTimeout(run, 150);
+    });
+    $(`${name}-error`).addEventListener("click", (event) => {
+      const line = Number(event.target.closest("[data-line]")?.dataset.line);
+      if (line) goToLine($(name), line);
     });
   }
   for (const b of document.querySelectorAll("[role=tab]")) {
