@@ -36,6 +36,14 @@ CARGO_PROFILE_RELEASE_STRIP=false $CARGO build --locked --release --target $TARG
 mkdir -p target/playground
 $CARGO run --locked --quiet -p playground --bin stub-wapc-imports -- \
   target/$TARGET/release/playground.wasm target/playground/playground.wasm
+# Up to date: the same module was already bound and optimised (wasm-opt takes a while).
+WASM_OPT=${WASM_OPT:-playground/node_modules/.bin/wasm-opt}
+STAMP=$OUT/.source.sha256
+SOURCE_SUM="$(sha256sum target/playground/playground.wasm | cut -d' ' -f1) $VERSION $([ -x "$WASM_OPT" ] && echo opt)"
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SOURCE_SUM" ] && [ -f "$OUT/playground.js" ]; then
+  echo "playground bundle in $OUT is up to date"
+  exit 0
+fi
 rm -rf "$OUT"
 "$BINDGEN" --target web --no-typescript --out-dir "$OUT" target/playground/playground.wasm
 if grep -q '"wapc"' "$OUT/playground.js"; then
@@ -48,7 +56,6 @@ size() { stat -c %s "$1"; }
 gz() { gzip -9c "$1" | wc -c; }
 before=$(size "$WASM")
 before_gz=$(gz "$WASM")
-WASM_OPT=${WASM_OPT:-playground/node_modules/.bin/wasm-opt}
 if [ -x "$WASM_OPT" ]; then
   # The features rustc enables by default for this target (binaryen does not assume them).
   "$WASM_OPT" -Oz --strip-debug --strip-producers \
@@ -62,3 +69,4 @@ else
 fi
 printf 'playground bundle in %s: wasm %s bytes (%s gzipped), js %s bytes (%s gzipped)\n' \
   "$OUT" "$(size "$WASM")" "$(gz "$WASM")" "$(size $OUT/playground.js)" "$(gz $OUT/playground.js)"
+echo "$SOURCE_SUM" > "$STAMP"
