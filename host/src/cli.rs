@@ -114,7 +114,8 @@ pub struct InjectArgs {
     /// The policy module
     #[arg(long, default_value = "policy.wasm")]
     pub module: PathBuf,
-    /// YAML or JSON file with the policy settings (the ClusterAdmissionPolicy's `settings`)
+    /// YAML or JSON file with the policy settings, or the ClusterAdmissionPolicy manifest itself
+    /// (its `spec.settings` are used)
     #[arg(long, conflicts_with = "settings_json")]
     pub settings_path: Option<PathBuf>,
     /// Policy settings as a JSON string
@@ -457,7 +458,10 @@ pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
 
 /// `injector-host inject`: prints the report on stderr, returns the YAML stream.
 pub fn inject(args: &InjectArgs) -> Result<String, CliError> {
-    let settings = settings_from(args.settings_path.as_deref(), args.settings_json.as_deref())?;
+    let settings = policy_settings(settings_from(
+        args.settings_path.as_deref(),
+        args.settings_json.as_deref(),
+    )?)?;
     let inputs = crate::inject::read_inputs(&args.inputs)?;
     let engine = Engine::new(EngineConfig::without_deadline())?;
     let policy = engine.load_policy_file(&args.module)?;
@@ -495,6 +499,26 @@ pub fn inject(args: &InjectArgs) -> Result<String, CliError> {
         eprint!("{}", output.report.render());
     }
     Ok(output.yaml)
+}
+
+/// Settings given as a whole Kubewarden policy manifest (`ClusterAdmissionPolicy` /
+/// `AdmissionPolicy`) are its `spec.settings`, so `inject` can use the deployed policy's file.
+fn policy_settings(settings: Settings) -> Result<Settings, CliError> {
+    let map = &settings.0;
+    let is_policy = map.get("apiVersion").and_then(Value::as_str) == Some("policies.kubewarden.io/v1")
+        && matches!(
+            map.get("kind").and_then(Value::as_str),
+            Some("ClusterAdmissionPolicy" | "AdmissionPolicy")
+        );
+    if !is_policy {
+        return Ok(settings);
+    }
+    let inner = map
+        .get("spec")
+        .and_then(|s| s.get("settings"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Ok(Settings::from_value(&inner)?)
 }
 
 /// `injector-host annotate`: writes the annotated module, prints warnings on stderr.

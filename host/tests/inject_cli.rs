@@ -423,3 +423,24 @@ fn input_boundaries() {
         ["linkerd-init", "linkerd-proxy", "c"]
     );
 }
+
+#[test]
+fn settings_from_the_deployed_policy_manifest() {
+    let policy = manifest_dir().join("../deploy/cluster-admission-policy.yaml");
+    let context = manifest_dir().join("tests/data/e2e/context.yaml");
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: web}\nspec:\n  containers: [{name: c, image: i}]\n";
+    // spec.settings of the manifest: `policy.trustAnchors: configMap`, so the context's ConfigMap
+    let out = inject(
+        &["--settings-path", path(&policy), "--context", path(&context), "-"],
+        Some(pod),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("pod \"p\" injected"));
+    let out = inject(&["--settings-path", path(&policy), "-"], Some(pod));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the manifest's settings read the ConfigMap"
+    );
+    assert!(text(&out.stderr).contains("no trust anchors"));
+}
