@@ -116,3 +116,31 @@ fn validate_settings_payload_answers_valid_or_message() {
             .starts_with("settings: not valid JSON")
     );
 }
+
+#[test]
+fn partial_blocks_keep_the_other_defaults_like_helm() {
+    let s = Settings::from_value(json!({
+        "proxy": {"image": {"version": "edge-1"}, "livenessProbe": {"timeoutSeconds": 3}},
+        "debugContainer": {"image": {"version": "d"}},
+        "networkValidator": {"securityContext": {"runAsUser": 1000}}
+    }))
+    .unwrap();
+    assert_eq!(s.proxy.image.name, "cr.l5d.io/linkerd/proxy");
+    assert_eq!(s.proxy.image.version, "edge-1");
+    assert_eq!(
+        (
+            s.proxy.liveness_probe.initial_delay_seconds,
+            s.proxy.liveness_probe.timeout_seconds
+        ),
+        (10, 3)
+    );
+    assert_eq!(s.debug_container.image.name, "cr.l5d.io/linkerd/debug");
+    assert_eq!(s.network_validator.security_context["runAsUser"], json!(1000));
+    assert_eq!(
+        s.network_validator.security_context["capabilities"],
+        json!({"drop": ["ALL"]})
+    );
+    // Lists replace, as in Helm.
+    let s = Settings::from_value(json!({"proxy": {"additionalEnv": [{"name": "A"}]}})).unwrap();
+    assert_eq!(s.proxy.additional_env.len(), 1);
+}

@@ -306,7 +306,6 @@ pub fn network_validator(cx: &Context<'_>) -> Value {
         "imagePullPolicy": cx.pull_policy(),
         "name": "linkerd-network-validator",
         "securityContext": nv.security_context,
-        "terminationMessagePolicy": "FallbackToLogsOnError",
     });
     set_resources(&mut c, cx);
     c

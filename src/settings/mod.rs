@@ -80,7 +80,11 @@ impl Settings {
         if !shape_errors.is_empty() {
             return Err(SettingsError(shape_errors));
         }
-        let settings: Settings = serde_path_to_error::deserialize(value).map_err(|e| {
+        // Like Helm, the user's document is merged over the chart defaults: a partial block
+        // (`proxy.image: {version: x}`) keeps the other defaults of that block.
+        let mut merged = defaults_document().clone();
+        merge(&mut merged, value);
+        let settings: Settings = serde_path_to_error::deserialize(merged).map_err(|e| {
             let path = e.path().to_string();
             let path = if path == "." { String::new() } else { path };
             SettingsError(vec![FieldError::new(path, e.into_inner().to_string())])
@@ -132,6 +136,24 @@ const OBJECT_KEYS: &[&str] = &[
     "debugContainer",
     "debugContainer.image",
 ];
+
+/// The defaults as a JSON document, computed once.
+fn defaults_document() -> &'static Value {
+    static DEFAULTS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(|| serde_json::to_value(Settings::default()).unwrap_or(Value::Null))
+}
+
+/// Objects merge key by key; anything else (arrays included) replaces.
+fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                merge(b.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
 
 /// Helm treats `key: null` as "not set": drop such keys so the defaults apply.
 fn strip_nulls(value: &mut Value) {

@@ -1,9 +1,9 @@
 //! Settings that exist only in this policy, under the `policy` key.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Where the identity trust bundle comes from.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub enum TrustAnchorsSource {
     /// `identityTrustAnchorsPEM` when it is set, otherwise the ConfigMap.
@@ -17,7 +17,7 @@ pub enum TrustAnchorsSource {
 }
 
 /// What to do when the request's Namespace cannot be read.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub enum LookupFailure {
     /// Reject the pod, as Linkerd does (the API server's client retries).
@@ -28,7 +28,7 @@ pub enum LookupFailure {
 }
 
 /// What the module does with a pod.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub enum Mode {
     /// Inject the proxy (a mutating policy).
@@ -38,7 +38,7 @@ pub enum Mode {
     Verify,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyOptions {
     pub mode: Mode,

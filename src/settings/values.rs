@@ -3,7 +3,7 @@
 //! Keys and nesting follow `charts/linkerd-control-plane/values.yaml`, so a platform team can
 //! paste their values document; keys the injector does not read are ignored.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -12,7 +12,7 @@ use super::policy::PolicyOptions;
 /// The Linkerd release whose proxy this policy renders by default.
 pub const DEFAULT_LINKERD_VERSION: &str = "edge-26.8.3";
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Settings {
     /// Options that exist only in this policy (not in Linkerd's values).
@@ -55,7 +55,7 @@ impl Default for Settings {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Identity {
     pub service_account_token_projection: bool,
@@ -69,7 +69,7 @@ impl Default for Identity {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Image {
     pub name: String,
@@ -77,7 +77,7 @@ pub struct Image {
     pub version: String,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct Ports {
     pub admin: i64,
@@ -97,7 +97,7 @@ impl Default for Ports {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Workers {
     pub minimum: Option<i64>,
@@ -106,7 +106,7 @@ pub struct Workers {
     pub maximum_cpu_ratio: Option<f64>,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct Runtime {
     pub workers: Workers,
@@ -125,7 +125,7 @@ impl Default for Runtime {
 }
 
 /// A request/limit pair; values are Kubernetes quantities kept as the user wrote them.
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct RequestLimit {
     #[serde(deserialize_with = "super::scalar::string_or_number")]
@@ -134,7 +134,7 @@ pub struct RequestLimit {
     pub limit: String,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct Resources {
     pub cpu: RequestLimit,
@@ -143,7 +143,7 @@ pub struct Resources {
     pub ephemeral_storage: RequestLimit,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Probe {
     pub initial_delay_seconds: i64,
@@ -169,7 +169,7 @@ impl Default for Probe {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct StartupProbe {
     pub initial_delay_seconds: i64,
@@ -187,7 +187,7 @@ impl Default for StartupProbe {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Streams {
     pub initial_timeout: String,
@@ -205,33 +205,33 @@ impl Default for Streams {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct Control {
     pub streams: Streams,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Metrics {
     pub hostname_labels: bool,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct MeshIdentity {
     pub service_account_name: String,
     pub namespace: String,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Collector {
     pub endpoint: String,
     pub mesh_identity: MeshIdentity,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Tracing {
     pub enabled: bool,
@@ -261,7 +261,7 @@ impl Default for Tracing {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Proxy {
     pub enable_external_profiles: bool,
@@ -362,7 +362,7 @@ impl Default for Proxy {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct XtMountPath {
     pub name: String,
@@ -378,7 +378,7 @@ impl Default for XtMountPath {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProxyInit {
     pub iptables_mode: String,
@@ -416,7 +416,7 @@ impl Default for ProxyInit {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct NetworkValidator {
     pub log_level: String,
@@ -448,7 +448,7 @@ impl Default for NetworkValidator {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default)]
 pub struct DebugContainer {
     pub image: Image,
