@@ -106,12 +106,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "automountServiceAccountToken_false",
         "no metadata.namespace: `linkerd.io/workload-ns: default` here, `\"\"` from the CLI (as gettest_good)",
     ),
-    (
-        "no_init_container",
-        "policy bug (src/render/containers.rs, reported): linkerd-network-validator gets \
-         `terminationMessagePolicy: FallbackToLogsOnError`, which Linkerd's template does not set; \
-         remove this entry once fixed",
-    ),
 ];
 
 fn cases() -> Vec<Case> {
