@@ -7,7 +7,7 @@ HOST := target/host/injector-host
 REPLICAS ?= 1000
 WORKERS ?= 2
 
-.PHONY: all policy.wasm host demo test fmt lint unit host-test clean wasm-target fuzz
+.PHONY: all policy.wasm host demo test fmt lint unit host-test clean wasm-target fuzz e2e-tests e2e-host annotated-policy.wasm
 
 all: policy.wasm
 
@@ -39,7 +39,26 @@ unit:
 host-test: policy.wasm
 	$(CARGO) test --locked -p injector-host
 
-test: fmt lint policy.wasm unit host-test
+# The module with its Kubewarden metadata (kwctl when installed, else injector-host annotate).
+KWCTL ?= kwctl
+annotated-policy.wasm: policy.wasm policy.yaml README.md
+	@if command -v $(KWCTL) >/dev/null 2>&1; then \
+		$(KWCTL) annotate -m policy.yaml -u README.md -o annotated-policy.wasm policy.wasm; \
+	else \
+		$(CARGO) build --locked -q -p injector-host && \
+		target/debug/injector-host annotate -m policy.yaml -u README.md -o annotated-policy.wasm policy.wasm; \
+	fi
+
+# e2e.bats: kwctl (skipped when absent) and injector-host on the annotated module.
+e2e-tests: annotated-policy.wasm
+	$(CARGO) build --locked -p injector-host
+	bats e2e.bats
+
+e2e-host: annotated-policy.wasm
+	$(CARGO) build --locked -p injector-host
+	E2E_ENGINES=injector-host bats e2e.bats
+
+test: fmt lint policy.wasm unit host-test e2e-host
 
 # Fuzzing (nightly + cargo-fuzz): each target for FUZZ_SECONDS, from the committed seed corpus.
 FUZZ_SECONDS ?= 60
