@@ -132,7 +132,16 @@ function render(result) {
 }
 
 function run() {
-  const text = preview_json($("manifest").value, $("namespace").value, $("settings").value);
+  let text;
+  try {
+    text = preview_json($("manifest").value, $("namespace").value, $("settings").value);
+  } catch (e) {
+    // The core never panics on input; if it ever does, say so rather than fail silently.
+    $("status").textContent = `internal error in the policy core: ${e}`;
+    $("status").classList.add("failed");
+    return;
+  }
+  $("status").classList.remove("failed");
   render(JSON.parse(text));
 }
 
