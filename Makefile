@@ -7,7 +7,7 @@ HOST := target/host/injector-host
 REPLICAS ?= 1000
 WORKERS ?= 2
 
-.PHONY: all policy.wasm host demo test fmt lint unit host-test clean wasm-target fuzz e2e-tests e2e-host annotated-policy.wasm
+.PHONY: all policy.wasm host demo test fmt lint unit host-test clean wasm-target fuzz e2e-tests e2e-host annotated-policy.wasm playground playground-serve playground-test
 
 all: policy.wasm
 
@@ -58,7 +58,24 @@ e2e-host: annotated-policy.wasm
 	$(CARGO) build --locked -p injector-host
 	E2E_ENGINES=injector-host bats e2e.bats
 
-test: fmt lint policy.wasm unit host-test e2e-host
+# The browser playground (playground/, see its build.sh): the core through wasm-bindgen into
+# playground/www/pkg/. Installs wasm-bindgen-cli into target/tools at the crate's pinned version.
+PLAYGROUND_PORT ?= 8000
+
+playground:
+	CARGO="$(CARGO)" playground/build.sh
+
+# Serves playground/www on http://127.0.0.1:$(PLAYGROUND_PORT)/.
+playground-serve: playground
+	PORT=$(PLAYGROUND_PORT) node playground/serve.mjs
+
+# The binding against the policy module on Linkerd's fixtures, then the page in headless
+# Chromium (screenshots in target/playground/).
+playground-test: playground
+	$(CARGO) test --locked -p playground
+	node playground/tests/browser.mjs
+
+test: fmt lint policy.wasm unit host-test e2e-host playground-test
 
 # Fuzzing (nightly + cargo-fuzz): each target for FUZZ_SECONDS, from the committed seed corpus.
 FUZZ_SECONDS ?= 60
