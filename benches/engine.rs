@@ -591,7 +591,7 @@ fn main() {
     let md = PolicyMetadata::from_file(&a.metadata).expect("policy metadata");
     let mut world = World::new();
     let typical = world.typical();
-    let scenarios = vec![
+    let scenarios = [
         typical.clone(),
         world.bare(),
         world.skipped(),
