@@ -55,6 +55,9 @@ struct Args {
     criterion: PathBuf,
     notes: PathBuf,
     command: String,
+    /// Only the typical pod, the skipped pod, the Service, the core on the typical pod and one
+    /// rollout, printed (no report): for comparing builds quickly.
+    quick: bool,
 }
 
 fn parse_args() -> Args {
@@ -71,6 +74,7 @@ fn parse_args() -> Args {
         criterion: "target/criterion".into(),
         notes: "benches/notes.md".into(),
         command: "make bench".into(),
+        quick: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -95,6 +99,7 @@ fn parse_args() -> Args {
             "--criterion" => a.criterion = val().into(),
             "--notes" => a.notes = val().into(),
             "--command" => a.command = val(),
+            "--quick" => a.quick = true,
             other => panic!("unknown argument {other}"),
         }
     }
@@ -625,6 +630,33 @@ fn main() {
         let mut i = p.instantiate(&host).expect("instantiate");
         let v = i.validate_settings(&e.settings);
         assert!(v.valid, "{name}: settings not valid: {:?}", v.message);
+    }
+
+    if a.quick {
+        for s in &scenarios[..4] {
+            let r = pair(&e, s, a.budget, 4000);
+            println!(
+                "{:<10} n={:<5} ours p50 {:.3} ms p99 {:.3} ms | floor p50 {:.3} ms p99 {:.3} ms | ours/floor p50 {:.2}",
+                s.id, r.n, r.ours.p50_ms, r.ours.p99_ms, r.floor.p50_ms, r.floor.p99_ms, r.ratio_p50()
+            );
+        }
+        let c = core(&e, &world.objects, &typical, a.budget);
+        println!(
+            "core typical: native p50 {:.3} ms, wasm p50 {:.3} ms, wasm/native {:.2}, same output {}",
+            c.native.p50_ms, c.wasm.p50_ms, c.wasm.p50_ms / c.native.p50_ms, c.identical
+        );
+        for &n in &a.replicas {
+            let r = rollout(&a, "ours", &a.policy, n, a.workers);
+            match (&r.report, &r.error) {
+                (Some(rep), _) => println!(
+                    "rollout {n} x{}: {}/{} injected, {:.0}/s, p99 {:.2} ms, max {:.2} ms, peak RSS {:.1} MiB",
+                    a.workers, rep.injected, rep.replicas, rep.throughput_per_s, rep.latency.p99_ms,
+                    rep.latency.max_ms, r.max_rss_kib as f64 / 1024.0
+                ),
+                (None, err) => println!("rollout {n}: {err:?}"),
+            }
+        }
+        return;
     }
 
     // ---- per admission, ours vs floor

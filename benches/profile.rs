@@ -7,7 +7,8 @@
 //! MODE: `native` (core `wire::validate`, cluster in memory), `native-floor`, `engine` /
 //! `engine-floor` (a full admission through the engine: fresh instance, validate, diff),
 //! `guest` / `guest-floor` (the `validate` guest call only; instantiation outside `measured`),
-//! `instantiate` / `instantiate-floor`.
+//! `instantiate` / `instantiate-floor`; `dump` prints the guest's answer (compare two builds);
+//! `payload` / `objects` print the scenario's `validate` payload / cluster objects.
 //! SCENARIO: typical, bare, skipped, service, containers20, env1500, pod64k, pod1m.
 //! Divide the counted instructions by N. `benches/callgrind.sh` runs the usual set.
 
@@ -72,6 +73,14 @@ fn main() {
     };
     let settings = common::settings();
     match mode {
+        // the `validate` payload / the cluster objects, for tools outside this workspace
+        "payload" => {
+            use std::io::Write;
+            std::io::stdout().write_all(&s.payload).expect("stdout");
+        }
+        "objects" => {
+            println!("{}", serde_json::Value::Array(world.objects.clone()));
+        }
         "native" => {
             for _ in 0..n {
                 let cluster = MemoryCluster::new(world.objects.clone());
@@ -83,6 +92,7 @@ fn main() {
                 black_box(measured_native_floor(&s.payload));
             }
         }
+        "perf" | "perf-floor" | "pooling" | "pooling-floor" => custom_engine(mode, &world, &s, n),
         _ => {
             let engine = Engine::new(EngineConfig::default()).expect("engine");
             let floor = mode.ends_with("-floor");
@@ -114,6 +124,13 @@ fn main() {
                         black_box(measured_guest(&i, &s.payload));
                     }
                 }
+                "dump" => {
+                    // the guest's answer, to check that a change keeps the output identical
+                    let i = p.instantiate(&host).expect("instantiate");
+                    let out = i.call("validate", &s.payload).expect("validate");
+                    use std::io::Write;
+                    std::io::stdout().write_all(&out).expect("stdout");
+                }
                 "instantiate" => {
                     for _ in 0..n {
                         black_box(measured_instantiate(&p, &host));
@@ -123,4 +140,90 @@ fn main() {
             }
         }
     }
+}
+
+/// A wasmtime engine of our own (not `injector_host::Engine`), for what the host does not offer:
+/// * `perf`: the JIT code registered in `/tmp/perf-PID.map`, so `perf record` / `perf report`
+///   name the module's functions (build the module with `CARGO_PROFILE_RELEASE_STRIP=false`
+///   to keep its name section); runs `validate` on fresh instances N times.
+/// * `pooling`: instantiation and a full guest call with wasmtime's pooling allocator against
+///   the default on-demand allocator, wall-clock, interleaved (a candidate engine setting).
+fn custom_engine(mode: &str, world: &World, s: &Scenario, n: usize) {
+    use wasmtime_provider::wasmtime;
+    use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+    let floor = mode.ends_with("-floor");
+    let path = if floor {
+        std::env::var("FLOOR").unwrap_or_else(|_| "target/wasm32-wasip1/release/floor_policy.wasm".into())
+    } else {
+        std::env::var("POLICY").unwrap_or_else(|_| "policy.wasm".into())
+    };
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let md = PolicyMetadata::from_file("policy.yaml".as_ref()).expect("policy.yaml");
+    let mut state = ClusterState::new();
+    for o in &world.objects {
+        state.insert(o.clone()).expect("object");
+    }
+    let host = Arc::new(HostContext::new(
+        "profile",
+        md.context_aware_resources,
+        Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new()))),
+        LogSink::Discard,
+    ));
+    let pre = |configure: &dyn Fn(&mut wasmtime::Config)| -> WasmtimeEngineProviderPre {
+        let mut cfg = wasmtime::Config::default();
+        configure(&mut cfg);
+        let engine = wasmtime::Engine::new(&cfg).expect("engine");
+        let module = wasmtime::Module::new(&engine, &bytes).expect("module");
+        WasmtimeEngineProviderBuilder::new()
+            .engine(engine)
+            .module(module)
+            .build_pre()
+            .expect("pre")
+    };
+    let instance = |p: &WasmtimeEngineProviderPre| {
+        let provider = p.rehydrate(None).expect("rehydrate");
+        wapc::WapcHost::new(Box::new(provider), Some(host.callback())).expect("wapc host")
+    };
+    if mode.starts_with("perf") {
+        let p = pre(&|c| {
+            c.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        });
+        for _ in 0..n {
+            let h = instance(&p);
+            black_box(h.call("validate", &s.payload).expect("validate"));
+        }
+        return;
+    }
+    let default = pre(&|_| {});
+    let pooling = pre(&|c| {
+        c.allocation_strategy(wasmtime::InstanceAllocationStrategy::pooling());
+    });
+    let (mut d_inst, mut p_inst, mut d_all, mut p_all) = (vec![], vec![], vec![], vec![]);
+    for i in 0..n {
+        for which in if i % 2 == 0 { [0, 1] } else { [1, 0] } {
+            let (p, inst, all) = if which == 0 {
+                (&default, &mut d_inst, &mut d_all)
+            } else {
+                (&pooling, &mut p_inst, &mut p_all)
+            };
+            let t0 = std::time::Instant::now();
+            let h = instance(p);
+            let t1 = std::time::Instant::now();
+            black_box(h.call("validate", &s.payload).expect("validate"));
+            drop(h);
+            inst.push(t1 - t0);
+            all.push(t0.elapsed());
+        }
+    }
+    let p50 = |v: &mut Vec<std::time::Duration>| {
+        v.sort();
+        v[v.len() / 2].as_secs_f64() * 1e6
+    };
+    println!(
+        "{path}: instantiate p50 {:.0} µs (default) vs {:.0} µs (pooling); instantiate + validate + drop p50 {:.0} µs vs {:.0} µs",
+        p50(&mut d_inst),
+        p50(&mut p_inst),
+        p50(&mut d_all),
+        p50(&mut p_all)
+    );
 }
