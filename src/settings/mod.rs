@@ -80,6 +80,16 @@ impl Settings {
         if !shape_errors.is_empty() {
             return Err(SettingsError(shape_errors));
         }
+        // Every admission runs in a fresh instance: the common empty document skips the merge.
+        if value.as_object().is_some_and(|m| m.is_empty()) {
+            let settings = Settings::default();
+            let errors = validate::validate(&settings);
+            return if errors.is_empty() {
+                Ok(settings)
+            } else {
+                Err(SettingsError(errors))
+            };
+        }
         // Like Helm, the user's document is merged over the chart defaults: a partial block
         // (`proxy.image: {version: x}`) keeps the other defaults of that block.
         let mut merged = defaults_document().clone();
