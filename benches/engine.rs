@@ -802,7 +802,10 @@ fn main() {
     );
     let load_end = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load_end = load_end.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
-    let _ = writeln!(w, "* Machine: {machine}; load average at the end {load_end} (a load above 2 on 2 cores means other processes competed for the CPU: wall-clock figures are then inflated, ratios less so).");
+    let _ = writeln!(
+        w,
+        "* Machine: {machine}; load average at the end {load_end} (a load above 2 on 2 cores means other processes competed for the CPU: wall-clock figures are then inflated, ratios less so)."
+    );
     let _ = writeln!(
         w,
         "* Engine: `injector-host` library, optimised (`host` profile), wasmtime with policy-server's defaults (2 s deadline, epoch interruption on); one compiled module per policy, a **fresh instance per request** (`Policy::evaluate` = instantiate + `validate` + JSON-patch diff + base64)."
