@@ -41,15 +41,88 @@ fn template_path(kind: &str) -> Option<&'static [&'static str]> {
     }
 }
 
+/// What to add to the request's object: decided on the borrowed object, applied to an owned
+/// one (the shell's, so the request object is never cloned).
+#[derive(Debug)]
+pub enum Edit {
+    Inject {
+        path: &'static [&'static str],
+        plan: Box<Plan>,
+    },
+    Annotate {
+        path: &'static [&'static str],
+        additions: BTreeMap<String, String>,
+    },
+}
+
+impl Edit {
+    /// Applies the edit; `false` when the path does not lead to an object.
+    pub fn apply(self, object: &mut Value) -> bool {
+        match self {
+            Edit::Inject { path, plan } => match navigate_mut(object, path) {
+                Some(target) => {
+                    plan.apply(target);
+                    true
+                }
+                None => false,
+            },
+            Edit::Annotate { path, additions } => match navigate_mut(object, path) {
+                Some(target) => {
+                    let annotations = pod::object_entry(pod::object_entry(target, "metadata"), "annotations");
+                    for (k, v) in additions {
+                        annotations.insert(k, Value::String(v));
+                    }
+                    true
+                }
+                None => false,
+            },
+        }
+    }
+}
+
+/// An outcome, and the edit that produces its mutated object.
+pub struct Admission {
+    pub outcome: Outcome,
+    pub edit: Option<Edit>,
+}
+
+impl From<Outcome> for Admission {
+    fn from(outcome: Outcome) -> Self {
+        Self { outcome, edit: None }
+    }
+}
+
+impl Admission {
+    /// Applies the edit to `object` (the request's object, owned).
+    pub fn finish(self, mut object: Value) -> Outcome {
+        let mut out = self.outcome;
+        if let Some(edit) = self.edit
+            && edit.apply(&mut object)
+        {
+            out.mutated = Some(object);
+        }
+        out
+    }
+}
+
 pub fn admit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+    let a = admit_edit(req, settings, cluster);
+    if a.edit.is_some() {
+        a.finish(req.object.clone())
+    } else {
+        a.outcome
+    }
+}
+
+pub fn admit_edit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Admission {
     if req.operation != "CREATE" {
-        return Outcome::unchanged(Verdict::NotApplicable);
+        return Outcome::unchanged(Verdict::NotApplicable).into();
     }
     if settings.policy.mode == Mode::Verify {
         // Only pods carry a proxy; templates are injected when their pods are created.
         return match req.kind {
             "Pod" => admit_template(req, &[], settings, cluster),
-            _ => Outcome::unchanged(Verdict::NotApplicable),
+            _ => Outcome::unchanged(Verdict::NotApplicable).into(),
         };
     }
     if req.kind == "Service" {
@@ -57,7 +130,7 @@ pub fn admit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> O
     }
     match template_path(req.kind) {
         Some(path) => admit_template(req, path, settings, cluster),
-        None => Outcome::unchanged(Verdict::NotApplicable),
+        None => Outcome::unchanged(Verdict::NotApplicable).into(),
     }
 }
 
@@ -128,24 +201,24 @@ fn namespace_metadata(
     }
 }
 
-fn admit_service(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+fn admit_service(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Admission {
     let Some(obj) = req.object.as_object() else {
-        return Outcome::rejected("object: must be a Service object");
+        return Outcome::rejected("object: must be a Service object").into();
     };
     let meta = obj.get("metadata").unwrap_or(&Value::Null);
     if let Err(msg) = check_metadata(meta, "object.metadata") {
-        return Outcome::rejected(msg);
+        return Outcome::rejected(msg).into();
     }
     if pod::string_map(meta, "annotations").contains_key(ann::OPAQUE_PORTS) {
-        return Outcome::unchanged(Verdict::NotApplicable);
+        return Outcome::unchanged(Verdict::NotApplicable).into();
     }
     let ns = match request_namespace(req) {
         Ok(ns) => ns,
-        Err(msg) => return Outcome::rejected(msg),
+        Err(msg) => return Outcome::rejected(msg).into(),
     };
     let ns_ann = match namespace_metadata(ns, settings, cluster) {
         Ok((a, _)) => a,
-        Err(outcome) => return *outcome,
+        Err(outcome) => return (*outcome).into(),
     };
     let spec = obj.get("spec").unwrap_or(&Value::Null);
     let value = opaque::default_annotation(
@@ -154,14 +227,12 @@ fn admit_service(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) 
         ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str),
         &settings.proxy.opaque_ports,
     );
-    let mut out = Outcome::unchanged(Verdict::NotApplicable);
-    if let Some(value) = value {
-        let mut mutated = obj.clone();
-        pod::object_entry(pod::object_entry(&mut mutated, "metadata"), "annotations")
-            .insert(ann::OPAQUE_PORTS.into(), Value::String(value));
-        out.mutated = Some(Value::Object(mutated));
-    }
-    out
+    let out = Outcome::unchanged(Verdict::NotApplicable);
+    let edit = value.map(|value| Edit::Annotate {
+        path: &[],
+        additions: BTreeMap::from([(ann::OPAQUE_PORTS.to_string(), value)]),
+    });
+    Admission { outcome: out, edit }
 }
 
 fn check_metadata(meta: &Value, at: &str) -> Result<(), String> {
@@ -228,25 +299,30 @@ fn navigate_mut<'v>(object: &'v mut Value, path: &[&str]) -> Option<&'v mut Map<
         .as_object_mut()
 }
 
-fn admit_template(req: &Request<'_>, path: &[&str], settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+fn admit_template(
+    req: &Request<'_>,
+    path: &'static [&'static str],
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Admission {
     let at = if path.is_empty() {
         "object".to_string()
     } else {
         format!("object.{}", path.join("."))
     };
     let Some(template) = navigate(req.object, path) else {
-        return Outcome::rejected(format!("{at}: missing"));
+        return Outcome::rejected(format!("{at}: missing")).into();
     };
     if let Err(msg) = check_template(template, &at) {
-        return Outcome::rejected(msg);
+        return Outcome::rejected(msg).into();
     }
     let ns = match request_namespace(req) {
         Ok(ns) => ns,
-        Err(msg) => return Outcome::rejected(msg),
+        Err(msg) => return Outcome::rejected(msg).into(),
     };
     let (ns_ann, ns_labels) = match namespace_metadata(ns, settings, cluster) {
         Ok(m) => m,
-        Err(outcome) => return *outcome,
+        Err(outcome) => return (*outcome).into(),
     };
     let meta = template.get("metadata").unwrap_or(&Value::Null);
     let spec = template.get("spec").unwrap_or(&Value::Null);
@@ -258,7 +334,7 @@ fn admit_template(req: &Request<'_>, path: &[&str], settings: &Settings, cluster
         token_projection: settings.identity.service_account_token_projection,
     });
     if settings.policy.mode == Mode::Verify {
-        return verify::verify(spec, &decision, ns);
+        return verify::verify(spec, &decision, ns).into();
     }
     let ingress = match decision {
         Decision::Skip(reasons) => {
@@ -276,11 +352,11 @@ fn admit_template(req: &Request<'_>, path: &[&str], settings: &Settings, cluster
     };
     let config = match config::effective(settings, &layers, ingress) {
         Ok(c) => c,
-        Err(e) => return Outcome::rejected(e.to_string()),
+        Err(e) => return Outcome::rejected(e.to_string()).into(),
     };
     let bundle = match trust::trust_anchors(settings, cluster) {
         Ok(b) => b,
-        Err(e) => return Outcome::rejected(e.to_string()),
+        Err(e) => return Outcome::rejected(e.to_string()).into(),
     };
     let (owner, resolution) = if path.is_empty() {
         let r = owner::resolve(meta, ns, cluster);
@@ -308,7 +384,7 @@ fn admit_template(req: &Request<'_>, path: &[&str], settings: &Settings, cluster
         namespace: ns,
     };
     if let Err(e) = guard::check(settings, &config, &cx, &subject) {
-        return Outcome::rejected(e.to_string());
+        return Outcome::rejected(e.to_string()).into();
     }
     let mut annotations: BTreeMap<String, String> = ann::INHERITED_FROM_NAMESPACE
         .iter()
@@ -335,12 +411,6 @@ fn admit_template(req: &Request<'_>, path: &[&str], settings: &Settings, cluster
     }
     let plan = Plan::new(&cx, annotations, new_labels);
 
-    let mut mutated = req.object.clone();
-    let Some(target) = navigate_mut(&mut mutated, path) else {
-        return Outcome::rejected(format!("{at}: must be an object"));
-    };
-    plan.apply(target);
-
     let mut out = Outcome::unchanged(Verdict::Injected { owner: owner.clone() });
     out.warnings = config.warnings;
     if resolution.is_fallback() {
@@ -357,21 +427,26 @@ fn admit_template(req: &Request<'_>, path: &[&str], settings: &Settings, cluster
         "owner".into(),
         format!("{}/{} ({})", owner.kind, owner.name, resolution.describe()),
     );
-    out.mutated = Some(mutated);
-    out
+    Admission {
+        outcome: out,
+        edit: Some(Edit::Inject {
+            path,
+            plan: Box::new(plan),
+        }),
+    }
 }
 
 /// A pod that gets no proxy: Linkerd's opaque-ports annotation, and the reasons when the pod
 /// (or its namespace) asked for a proxy.
 fn skipped(
-    req: &Request<'_>,
-    path: &[&str],
+    _req: &Request<'_>,
+    path: &'static [&'static str],
     pod_ann: &BTreeMap<String, String>,
     ns_ann: &BTreeMap<String, String>,
     spec: &Value,
     reasons: Vec<decide::SkipReason>,
     settings: &Settings,
-) -> Outcome {
+) -> Admission {
     let text = reasons
         .iter()
         .map(ToString::to_string)
@@ -405,15 +480,6 @@ fn skipped(
     }
     out.audit_annotations
         .insert("injection".into(), format!("skipped: {text}"));
-    if !additions.is_empty() {
-        let mut mutated = req.object.clone();
-        if let Some(target) = navigate_mut(&mut mutated, path) {
-            let annotations = pod::object_entry(pod::object_entry(target, "metadata"), "annotations");
-            for (k, v) in additions {
-                annotations.insert(k, Value::String(v));
-            }
-            out.mutated = Some(mutated);
-        }
-    }
-    out
+    let edit = (!additions.is_empty()).then_some(Edit::Annotate { path, additions });
+    Admission { outcome: out, edit }
 }

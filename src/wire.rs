@@ -46,7 +46,7 @@ pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
 /// rejection whose message names what is wrong.
 pub fn validate(payload: &[u8], cluster: &dyn Cluster) -> Vec<u8> {
     let outcome = match decode(payload) {
-        Ok((request, settings)) => evaluate(&request, &settings, cluster),
+        Ok((request, settings)) => evaluate(request, &settings, cluster),
         Err(message) => Outcome::rejected(message),
     };
     encode(outcome)
@@ -73,13 +73,15 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-fn evaluate(request: &Value, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
-    let object = request.get("object").unwrap_or(&Value::Null);
+/// Decides on the borrowed object, then applies the additions to the request's own object
+/// (moved out of the request, never cloned).
+fn evaluate(mut request: Value, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+    let object = request.get_mut("object").map(Value::take).unwrap_or(Value::Null);
     let req = Request {
-        kind: str_at(request, "/kind/kind"),
-        operation: str_at(request, "/operation"),
-        namespace: str_at(request, "/namespace"),
-        object,
+        kind: str_at(&request, "/kind/kind"),
+        operation: str_at(&request, "/operation"),
+        namespace: str_at(&request, "/namespace"),
+        object: &object,
     };
     if req.operation == "CREATE" && !object.is_object() && matches!(req.kind, "Pod" | "Service") {
         return Outcome::rejected(format!(
@@ -87,7 +89,8 @@ fn evaluate(request: &Value, settings: &Settings, cluster: &dyn Cluster) -> Outc
             req.kind
         ));
     }
-    admit::admit(&req, settings, cluster)
+    let admission = admit::admit_edit(&req, settings, cluster);
+    admission.finish(object)
 }
 
 pub fn encode(outcome: Outcome) -> Vec<u8> {

@@ -108,21 +108,27 @@ pub fn proxy_container(cx: &Context<'_>) -> Value {
     }
     mounts.extend(sa_mount_copy(cx.spec));
 
-    let mut c = json!({
-        "env": env::proxy_env(cx),
-        "image": cx.proxy_image(),
-        "imagePullPolicy": cx.pull_policy(),
-        "livenessProbe": liveness,
-        "name": "linkerd-proxy",
-        "ports": [
-            {"containerPort": p.ports.inbound, "name": "linkerd-proxy"},
-            {"containerPort": admin, "name": "linkerd-admin"}
-        ],
-        "readinessProbe": readiness,
-        "securityContext": proxy_security_context(cx),
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": mounts,
-    });
+    let mut c = super::object([
+        ("env", Value::Array(env::proxy_env(cx))),
+        ("image", Value::String(cx.proxy_image())),
+        ("imagePullPolicy", Value::String(cx.pull_policy().to_owned())),
+        ("livenessProbe", Value::Object(liveness)),
+        ("name", Value::String("linkerd-proxy".into())),
+        (
+            "ports",
+            json!([
+                {"containerPort": p.ports.inbound, "name": "linkerd-proxy"},
+                {"containerPort": admin, "name": "linkerd-admin"}
+            ]),
+        ),
+        ("readinessProbe", Value::Object(readiness)),
+        ("securityContext", proxy_security_context(cx)),
+        (
+            "terminationMessagePolicy",
+            Value::String("FallbackToLogsOnError".into()),
+        ),
+        ("volumeMounts", Value::Array(mounts)),
+    ]);
     set_resources(&mut c, cx);
     let Some(obj) = c.as_object_mut() else {
         return c;
@@ -267,16 +273,22 @@ pub fn init_container(cx: &Context<'_>) -> Value {
 
     let mut mounts = vec![json!({"mountPath": pi.xt_mount_path.mount_path, "name": pi.xt_mount_path.name})];
     mounts.extend(sa_mount_copy(cx.spec));
-    let mut c = json!({
-        "args": args,
-        "command": ["/usr/lib/linkerd/linkerd2-proxy-init"],
-        "image": cx.proxy_image(),
-        "imagePullPolicy": cx.pull_policy(),
-        "name": "linkerd-init",
-        "securityContext": sc,
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-        "volumeMounts": mounts,
-    });
+    let mut c = super::object([
+        (
+            "args",
+            Value::Array(args.into_iter().map(Value::String).collect()),
+        ),
+        ("command", json!(["/usr/lib/linkerd/linkerd2-proxy-init"])),
+        ("image", Value::String(cx.proxy_image())),
+        ("imagePullPolicy", Value::String(cx.pull_policy().to_owned())),
+        ("name", Value::String("linkerd-init".into())),
+        ("securityContext", Value::Object(sc)),
+        (
+            "terminationMessagePolicy",
+            Value::String("FallbackToLogsOnError".into()),
+        ),
+        ("volumeMounts", Value::Array(mounts)),
+    ]);
     set_resources(&mut c, cx);
     c
 }

@@ -2,14 +2,21 @@
 
 use super::Context;
 use crate::parse::go;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 fn var(name: &str, value: impl Into<String>) -> Value {
-    json!({"name": name, "value": value.into()})
+    super::object([
+        ("name", Value::String(name.to_owned())),
+        ("value", Value::String(value.into())),
+    ])
 }
 
 fn field(name: &str, path: &str) -> Value {
-    json!({"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}})
+    let field_ref = super::object([("fieldPath", Value::String(path.to_owned()))]);
+    super::object([
+        ("name", Value::String(name.to_owned())),
+        ("valueFrom", super::object([("fieldRef", field_ref)])),
+    ])
 }
 
 fn flag(b: bool) -> &'static str {

@@ -74,3 +74,13 @@ impl<'a> Context<'a> {
         }
     }
 }
+
+/// An object from owned entries, in the given order; values are moved, never re-serialised
+/// (`json!` runs `to_value` on every interpolated expression: a deep copy of each `Value`).
+pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    let mut m = serde_json::Map::with_capacity(N);
+    for (k, v) in entries {
+        m.insert(k.to_owned(), v);
+    }
+    Value::Object(m)
+}
