@@ -103,7 +103,7 @@ pub fn resolve(meta: &Value, namespace: &str, cluster: &dyn Cluster) -> Resolved
     let name = only.get("name").and_then(Value::as_str).unwrap_or("");
     match kind {
         "ReplicaSet" => via_lookup(("apps/v1", "ReplicaSet"), name, namespace, cluster, |parent| {
-            parent.filter(|p| RS_PARENTS.contains(&p.kind.as_str()))
+            RS_PARENTS.contains(&parent.kind.as_str())
         })
         .unwrap_or_else(|error| match deployment_by_hash(meta, name) {
             Some(deploy) => Resolved {
@@ -114,41 +114,27 @@ pub fn resolve(meta: &Value, namespace: &str, cluster: &dyn Cluster) -> Resolved
                 owner: Owner::new("replicaset", name),
                 resolution: Resolution::Fallback { error },
             },
-        })
-        .or_default("replicaset", name),
-        "Job" => via_lookup(("batch/v1", "Job"), name, namespace, cluster, |parent| parent)
-            .unwrap_or_else(|error| Resolved {
-                owner: Owner::new("job", name),
-                resolution: Resolution::Fallback { error },
+        }),
+        "Job" => {
+            via_lookup(("batch/v1", "Job"), name, namespace, cluster, |_| true).unwrap_or_else(|error| {
+                Resolved {
+                    owner: Owner::new("job", name),
+                    resolution: Resolution::Fallback { error },
+                }
             })
-            .or_default("job", name),
+        }
         _ => direct(kind, name),
     }
 }
 
-impl Resolved {
-    /// A lookup that succeeded but found no acceptable parent keeps the intermediate owner.
-    fn or_default(self, kind: &str, name: &str) -> Self {
-        if self.owner.kind.is_empty() {
-            Self {
-                owner: Owner::new(kind, name),
-                ..self
-            }
-        } else {
-            self
-        }
-    }
-}
-
-/// Looks the intermediate owner up (cached, then once uncached after an error) and picks its
-/// single parent with `accept`. A found object without an acceptable parent yields an empty
-/// owner, replaced by the caller's default.
+/// Looks the intermediate owner up (cached, then once uncached after an error) and takes its
+/// single parent when `accept` allows it; otherwise the intermediate owner itself.
 fn via_lookup(
     (api_version, kind): (&'static str, &'static str),
     name: &str,
     namespace: &str,
     cluster: &dyn Cluster,
-    accept: impl Fn(Option<Owner>) -> Option<Owner>,
+    accept: impl Fn(&Owner) -> bool,
 ) -> Result<Resolved, LookupError> {
     let mut lookup = Lookup {
         api_version,
@@ -166,10 +152,9 @@ fn via_lookup(
             (cluster.get(&lookup)?, Resolution::Uncached { first_error })
         }
     };
-    let owner = accept(single_owner(&object)).unwrap_or(Owner {
-        kind: String::new(),
-        name: String::new(),
-    });
+    let owner = single_owner(&object)
+        .filter(|parent| accept(parent))
+        .unwrap_or_else(|| Owner::new(kind, name));
     Ok(Resolved { owner, resolution })
 }
 
