@@ -12,56 +12,7 @@ use injector_host::context::ClusterState;
 use policy_support::*;
 use serde_json::{Value, json};
 
-const CREATED_BY: &str = "linkerd-injector-policy test";
-const NAMESPACE: &str = "kube-public";
-
-/// The configuration Linkerd's webhook tests assume (fixtures README, section 1).
-fn webhook_settings() -> Value {
-    json!({
-        "linkerdVersion": "dev-undefined",
-        "identityTrustAnchorsPEM": "IdentityTrustAnchorsPEM",
-        "policy": {"createdBy": CREATED_BY}
-    })
-}
-
-/// The namespace annotation sets the webhook tests use.
-fn ns_annotations(which: &str) -> Value {
-    match which {
-        "enabled" => json!({"linkerd.io/inject": "enabled"}),
-        "none" => json!({}),
-        "opaque" => {
-            json!({"linkerd.io/inject": "enabled", "config.linkerd.io/opaque-ports": "3306"})
-        }
-        "config" => json!({
-            "linkerd.io/inject": "enabled",
-            "config.linkerd.io/skip-outbound-ports": "34567",
-            "config.alpha.linkerd.io/proxy-wait-before-exit-seconds": "300",
-            "config.linkerd.io/invalid-key": "invalid-value"
-        }),
-        other => panic!("unknown namespace case {other}"),
-    }
-}
-
-fn namespace(annotations: Value) -> Value {
-    json!({"apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": NAMESPACE, "annotations": annotations}})
-}
-
-/// The owner stub of `tests/common/mod.rs` (`with_deployment_owner`): the pod is owned by a
-/// ReplicaSet that Deployment `owner-deployment` owns.
-fn with_deployment_owner(mut pod: Value) -> (Value, Value) {
-    pod["metadata"]["ownerReferences"] = json!([{
-        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "owner-deployment-5d8f9c7b4",
-        "uid": "rs-uid", "controller": true
-    }]);
-    let rs = json!({
-        "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": "owner-deployment-5d8f9c7b4", "namespace": NAMESPACE,
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "owner-deployment",
-                "uid": "d-uid", "controller": true}]}
-    });
-    (pod, rs)
-}
+const NAMESPACE: &str = FIXTURE_NAMESPACE;
 
 /// One admission through the module: the object after the response's patch.
 fn through_module(
@@ -72,12 +23,12 @@ fn through_module(
     uid: &str,
 ) -> Result<(Value, injector_host::AdmissionResponse), String> {
     let mut state = ClusterState::new();
-    for o in std::iter::once(namespace(ns_annotations(ns))).chain(extra_objects) {
+    for o in std::iter::once(namespace(NAMESPACE, ns_annotations(ns))).chain(extra_objects) {
         state.insert(o).map_err(|e| format!("cluster state: {e}"))?;
     }
     let host = cluster_host(state, faults(&[]));
     let request = create_request(kind, NAMESPACE, uid, object.clone());
-    let response = evaluate(&host, &request, &settings(webhook_settings()));
+    let response = evaluate(&host, &request, &settings(webhook_settings_json()));
     if response.uid != uid || !response.allowed {
         return Err(format!(
             "{kind} in ns {ns}: not allowed: {}",

@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
@@ -22,10 +22,13 @@ use injector_host::request::{AdmissionRequest, Settings};
 use injector_host::response::{AdmissionResponse, PatchType};
 use serde_json::{Value, json};
 
-use crate::common::{manifest_dir, policy_wasm_path, policy_yaml_path};
+use crate::common::{policy_wasm_path, policy_yaml_path};
 
-/// Linkerd's webhook unit-test data (fixtures README, section 1).
-pub const WEBHOOK_DATA: &str = "../tests/fixtures/linkerd/controller/proxy-injector/fake/data";
+// Linkerd's fixtures and the comparisons, exactly as the native suite uses them.
+#[path = "../../../tests/common/fixtures.rs"]
+mod fixtures;
+#[allow(unused_imports)]
+pub use fixtures::*;
 
 struct Loaded {
     // the engine owns the epoch ticker the policy's deadlines rely on
@@ -164,65 +167,6 @@ pub fn patched(object: &Value, response: &AdmissionResponse) -> Value {
     out
 }
 
-/// Applies an RFC 6902 patch document to `input`.
-pub fn apply_patch(input: &Value, patch: &Value) -> Value {
-    let patch: json_patch::Patch = serde_json::from_value(patch.clone()).expect("patch parses");
-    let mut out = input.clone();
-    json_patch::patch(&mut out, &patch).expect("patch applies");
-    out
-}
-
-pub fn fixture_path(dir: &str, name: &str) -> PathBuf {
-    manifest_dir().join(dir).join(name)
-}
-
-/// A YAML or JSON fixture as JSON (first document).
-pub fn load(dir: &str, name: &str) -> Value {
-    let path = fixture_path(dir, name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    if name.ends_with(".json") {
-        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    } else {
-        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
-}
-
-/// Drops `null` members (Linkerd renders `resources: null`, which the API server drops).
-pub fn without_nulls(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), without_nulls(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(without_nulls).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Nothing lost: the first path of `input` that `output` does not carry unchanged (array
-/// elements must appear in the same order; injection only inserts).
-pub fn lost_path(input: &Value, output: &Value, path: &str) -> Option<String> {
-    match (input, output) {
-        (Value::Object(a), Value::Object(b)) => a.iter().find_map(|(k, v)| match b.get(k) {
-            Some(w) => lost_path(v, w, &format!("{path}/{k}")),
-            None => Some(format!("{path}/{k}")),
-        }),
-        (Value::Array(a), Value::Array(b)) => {
-            let mut rest = b.iter();
-            for (i, item) in a.iter().enumerate() {
-                if !rest.any(|o| o == item) {
-                    return Some(format!("{path}/{i}"));
-                }
-            }
-            None
-        }
-        (a, b) if a == b => None,
-        _ => Some(path.to_string()),
-    }
-}
-
 /// The `linkerd.io/proxy-<kind>` labels of a pod.
 pub fn owner_labels(pod: &Value) -> BTreeMap<String, String> {
     pod.pointer("/metadata/labels")
@@ -242,9 +186,4 @@ pub fn container_names(pod: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_owned))
         .collect()
-}
-
-/// Readable JSON for assertion messages.
-pub fn pretty(v: &Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_default()
 }
