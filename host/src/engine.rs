@@ -14,7 +14,6 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use serde_json::json;
 use thiserror::Error;
 use wasmtime_provider::wasmtime;
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
@@ -330,8 +329,13 @@ impl Instance {
         settings: &Settings,
     ) -> Result<AdmissionResponse, EngineError> {
         let uid = request.uid.as_str();
-        let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
-            .map_err(EngineError::Serialize)?;
+        // Serialised straight from the borrowed request: `json!` would deep-copy it first.
+        #[derive(serde::Serialize)]
+        struct Payload<'a> {
+            request: &'a AdmissionRequest,
+            settings: &'a Settings,
+        }
+        let payload = serde_json::to_vec(&Payload { request, settings }).map_err(EngineError::Serialize)?;
         match self.call("validate", &payload) {
             Ok(out) => Ok(match serde_json::from_slice::<ValidationResponse>(&out) {
                 Ok(resp) => AdmissionResponse::from_validation_response(uid, request.object.as_ref(), &resp)
