@@ -756,6 +756,19 @@ fn main() {
         }
     }
 
+    // ---- peak linear memory (bisection over memory caps, see host/src/memory.rs)
+    eprintln!("bench: linear memory");
+    let memory: Vec<(&Scenario, usize, usize)> = [&scenarios[0], &scenarios[5], &scenarios[6], &scenarios[7]]
+        .into_iter()
+        .map(|s| {
+            let peak = |p: &Policy| {
+                injector_host::memory::peak_linear_memory(p, &host, &s.request, &e.settings)
+                    .expect("peak memory")
+            };
+            (s, peak(&e.ours), peak(&e.floor))
+        })
+        .collect();
+
     let lookups_in_process = host.stats();
 
     // ---- rollouts
@@ -884,6 +897,15 @@ fn main() {
         us(big.ours.p50_ms),
         yes(big.ours.p99_ms < 100.0)
     );
+    if let Some((s, ours, floor)) = memory.iter().find(|(s, ..)| s.id == "pod1m") {
+        let _ = writeln!(
+            w,
+            "| 1 MB pod: peak linear memory bounded (stated) | {} = {:.1} × the object (floor {}) | **stated** |",
+            kib(*ours),
+            *ours as f64 / s.object_bytes as f64,
+            kib(*floor)
+        );
+    }
     let pts: Vec<(f64, f64)> = series_results
         .iter()
         .map(|r| (r.scenario.object_bytes as f64 / 1024.0, r.ours.p50_ms))
@@ -1155,6 +1177,31 @@ fn main() {
         }
         let _ = writeln!(w);
     }
+
+    // linear memory
+    let _ = writeln!(w, "## Peak linear memory of one admission\n");
+    let _ = writeln!(
+        w,
+        "The smallest memory cap (`EngineConfig::max_memory`, in 64 KiB wasm pages) under which the admission still gets its uncapped answer; linear memory only grows, so this is the instance's peak, initial memory (data and the 1 MiB stack) included. Found by bisection (`injector_host::memory::peak_linear_memory`); deterministic, not a timing.\n"
+    );
+    let _ = writeln!(
+        w,
+        "| request | object | ours | ours / object | floor | ours / floor |"
+    );
+    let _ = writeln!(w, "|---|---|---|---|---|---|");
+    for (s, ours, floor) in &memory {
+        let _ = writeln!(
+            w,
+            "| {} | {} | {} | {:.1} | {} | {:.2} |",
+            s.label,
+            kib(s.object_bytes),
+            kib(*ours),
+            *ours as f64 / s.object_bytes as f64,
+            kib(*floor),
+            *ours as f64 / *floor as f64
+        );
+    }
+    let _ = writeln!(w);
 
     // modules
     let _ = writeln!(w, "## Modules\n");

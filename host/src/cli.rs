@@ -319,6 +319,7 @@ fn engine_config(common: &CommonArgs, default: Option<Duration>) -> EngineConfig
     EngineConfig {
         deadline,
         epoch_tick: Duration::from_secs(1),
+        max_memory: None,
     }
 }
 

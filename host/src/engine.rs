@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use thiserror::Error;
 use wasmtime_provider::wasmtime;
-use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+use wasmtime_provider::{
+    EpochDeadlines, ResourceLimits, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre,
+};
 
 use crate::callback::HostContext;
 use crate::metadata::{MetadataError, PolicyMetadata};
@@ -61,6 +63,10 @@ pub struct EngineConfig {
     pub deadline: Option<Duration>,
     /// How often the epoch advances (policy-server: 1 s).
     pub epoch_tick: Duration,
+    /// Largest linear memory an instance may grow to, in bytes (`None`: wasmtime's default,
+    /// 4 GiB for wasm32). A guest that needs more fails its allocation and traps; the engine
+    /// answers that request with a 500 and the next request gets a fresh instance.
+    pub max_memory: Option<usize>,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +75,7 @@ impl Default for EngineConfig {
         Self {
             deadline: Some(Duration::from_secs(2)),
             epoch_tick: Duration::from_secs(1),
+            max_memory: None,
         }
     }
 }
@@ -86,6 +93,15 @@ impl EngineConfig {
         Self {
             deadline: Some(deadline),
             epoch_tick,
+            max_memory: None,
+        }
+    }
+
+    /// The same configuration with each instance's linear memory capped at `bytes`.
+    pub fn with_max_memory(self, bytes: usize) -> Self {
+        Self {
+            max_memory: Some(bytes),
+            ..self
         }
     }
 
@@ -171,22 +187,14 @@ impl Engine {
             wapc_init: n,
             wapc_func: n,
         });
-        let mut builder = WasmtimeEngineProviderBuilder::new()
-            .engine(self.wasmtime.clone())
-            .module(module);
-        if let Some(d) = deadlines {
-            builder = builder.enable_epoch_interruptions(d);
-        }
-        let pre = builder.build_pre().map_err(|e| EngineError::Prepare {
-            name: name.into(),
-            message: e.to_string(),
-        })?;
-        Ok(Policy {
-            name: name.to_owned(),
-            pre,
+        Policy::prepare(
+            name.to_owned(),
+            self.wasmtime.clone(),
+            module,
             deadlines,
+            self.config.max_memory,
             metadata,
-        })
+        )
     }
 
     /// Reads and compiles a module file.
@@ -203,8 +211,11 @@ impl Engine {
 #[derive(Clone)]
 pub struct Policy {
     name: String,
+    engine: wasmtime::Engine,
+    module: wasmtime::Module,
     pre: WasmtimeEngineProviderPre,
     deadlines: Option<EpochDeadlines>,
+    max_memory: Option<usize>,
     metadata: Option<PolicyMetadata>,
 }
 
@@ -218,6 +229,58 @@ impl std::fmt::Debug for Policy {
 }
 
 impl Policy {
+    fn prepare(
+        name: String,
+        engine: wasmtime::Engine,
+        module: wasmtime::Module,
+        deadlines: Option<EpochDeadlines>,
+        max_memory: Option<usize>,
+        metadata: Option<PolicyMetadata>,
+    ) -> Result<Self, EngineError> {
+        let mut builder = WasmtimeEngineProviderBuilder::new()
+            .engine(engine.clone())
+            .module(module.clone());
+        if let Some(d) = deadlines {
+            builder = builder.enable_epoch_interruptions(d);
+        }
+        if let Some(bytes) = max_memory {
+            builder = builder.enable_resource_limits(ResourceLimits {
+                max_memory_size: Some(bytes),
+                max_table_elements: None,
+            });
+        }
+        let pre = builder.build_pre().map_err(|e| EngineError::Prepare {
+            name: name.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(Self {
+            name,
+            engine,
+            module,
+            pre,
+            deadlines,
+            max_memory,
+            metadata,
+        })
+    }
+
+    /// The same compiled module with another linear-memory cap (no recompilation).
+    pub fn with_max_memory(&self, bytes: Option<usize>) -> Result<Self, EngineError> {
+        Self::prepare(
+            self.name.clone(),
+            self.engine.clone(),
+            self.module.clone(),
+            self.deadlines,
+            bytes,
+            self.metadata.clone(),
+        )
+    }
+
+    /// The linear-memory cap of each instance, if any.
+    pub fn max_memory(&self) -> Option<usize> {
+        self.max_memory
+    }
+
     pub fn name(&self) -> &str {
         &self.name
     }

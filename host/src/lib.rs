@@ -12,6 +12,7 @@
 //! * [`callback`]: the host-call dispatcher (binding / namespace / operation routing, allow-list).
 //! * [`lookup`]: where answers come from: the cluster state (with [`cache`] and [`fault`]s) or a
 //!   [`replay`] session; counts lookups.
+//! * [`memory`]: the peak linear memory of an evaluation (bisection over memory caps).
 //! * [`context`]: the cluster state (objects loaded from YAML/JSON).
 //! * [`request`], [`response`]: AdmissionRequest / AdmissionResponse wire types.
 //! * [`rollout`]: the Deployment rollout simulation of linkerd2#3358.
@@ -32,6 +33,7 @@ pub mod fault;
 pub mod field_mask;
 pub mod inject;
 pub mod lookup;
+pub mod memory;
 pub mod metadata;
 pub mod replay;
 pub mod request;
