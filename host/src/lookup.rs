@@ -8,7 +8,7 @@
 //! Counting: a lookup is *made* when it reaches the source (cache miss, `disable_cache`, replay);
 //! it is *cached* when the cache answered it. Lists are counted apart.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -122,11 +122,40 @@ impl LookupStats {
     }
 }
 
+/// A cached object and its serialised answers, one per set of field masks: a cache hit is then
+/// a byte copy instead of a deep clone, masking and serialising per lookup.
+#[derive(Debug)]
+struct CachedObject {
+    object: Value,
+    answers: Mutex<HashMap<Option<BTreeSet<String>>, Arc<[u8]>>>,
+}
+
+impl CachedObject {
+    fn new(object: Value) -> Self {
+        Self {
+            object,
+            answers: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn answer(&self, masks: Option<&BTreeSet<String>>) -> Result<Vec<u8>, String> {
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(bytes) = answers.get(&masks.cloned()) {
+            return Ok(bytes.to_vec());
+        }
+        let mut obj = self.object.clone();
+        field_mask::apply_to_object(&mut obj, masks);
+        let bytes = serde_json::to_vec(&obj).map_err(|e| e.to_string())?;
+        answers.insert(masks.cloned(), Arc::from(bytes.as_slice()));
+        Ok(bytes)
+    }
+}
+
 /// Lookups served from a cluster state.
 #[derive(Debug)]
 pub struct ClusterLookup {
     state: RwLock<ClusterState>,
-    objects: TtlCache<Arc<Value>>,
+    objects: TtlCache<Arc<CachedObject>>,
     access_reviews: TtlCache<Arc<Value>>,
     faults: FaultPlan,
 }
@@ -149,14 +178,14 @@ impl ClusterLookup {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn fetch_object(&self, r: &GetResourceRequest) -> Result<Arc<Value>, LookupError> {
+    fn fetch_object(&self, r: &GetResourceRequest) -> Result<Arc<CachedObject>, LookupError> {
         let ns = r.namespace.as_deref();
         let verdict = self.faults.apply(&r.kind, ns, Some(&r.name));
         let state = self.state();
         match verdict {
             Verdict::Proceed => state
                 .get(&r.api_version, &r.kind, &r.name, ns)
-                .map(|v| Arc::new(v.clone())),
+                .map(|v| Arc::new(CachedObject::new(v.clone()))),
             Verdict::Error(m) => Err(LookupError::Injected(m)),
             Verdict::NotFound => Err(state.not_found(&r.api_version, &r.kind, &r.name, ns)),
             Verdict::Malformed => {
@@ -350,11 +379,7 @@ impl Lookups {
                 let failed = matches!(&result, Err(e) if !matches!(e, LookupError::Malformed(_)));
                 self.record(resource, origin, failed);
                 match result {
-                    Ok(obj) => {
-                        let mut obj = Value::clone(&obj);
-                        field_mask::apply_to_object(&mut obj, r.field_masks.as_ref());
-                        serde_json::to_vec(&obj).map_err(|e| e.to_string())
-                    }
+                    Ok(entry) => entry.answer(r.field_masks.as_ref()),
                     Err(LookupError::Malformed(bytes)) => Ok(bytes),
                     Err(e) => Err(e.to_string()),
                 }

@@ -81,14 +81,9 @@ impl Settings {
             return Err(SettingsError(shape_errors));
         }
         // Every admission runs in a fresh instance: the common empty document skips the merge.
+        // The defaults are valid (`defaults_pass_validation` below), so they are not re-checked.
         if value.as_object().is_some_and(|m| m.is_empty()) {
-            let settings = Settings::default();
-            let errors = validate::validate(&settings);
-            return if errors.is_empty() {
-                Ok(settings)
-            } else {
-                Err(SettingsError(errors))
-            };
+            return Ok(Settings::default());
         }
         // Like Helm, the user's document is merged over the chart defaults: a partial block
         // (`proxy.image: {version: x}`) keeps the other defaults of that block.
@@ -174,5 +169,21 @@ fn strip_nulls(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(strip_nulls),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `from_value` returns the defaults for an empty document without validating them.
+    #[test]
+    fn defaults_pass_validation() {
+        assert_eq!(validate::validate(&Settings::default()), vec![]);
+        assert_eq!(
+            Settings::from_value(Value::Object(Default::default())).unwrap(),
+            Settings::default()
+        );
+        assert_eq!(Settings::from_value(Value::Null).unwrap(), Settings::default());
     }
 }
