@@ -122,12 +122,15 @@ impl LookupStats {
     }
 }
 
+/// The field masks of a `get_resource` call (`None`: the whole object).
+type Masks = Option<BTreeSet<String>>;
+
 /// A cached object and its serialised answers, one per set of field masks: a cache hit is then
 /// a byte copy instead of a deep clone, masking and serialising per lookup.
 #[derive(Debug)]
 struct CachedObject {
     object: Value,
-    answers: Mutex<HashMap<Option<BTreeSet<String>>, Arc<[u8]>>>,
+    answers: Mutex<HashMap<Masks, Arc<[u8]>>>,
 }
 
 impl CachedObject {
