@@ -8,7 +8,7 @@
 //! Counting: a lookup is *made* when it reaches the source (cache miss, `disable_cache`, replay);
 //! it is *cached* when the cache answered it. Lists are counted apart.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -126,30 +126,32 @@ impl LookupStats {
 type Masks = Option<BTreeSet<String>>;
 
 /// A cached object and its serialised answers, one per set of field masks: a cache hit is then
-/// a byte copy instead of a deep clone, masking and serialising per lookup.
+/// a byte copy instead of a deep clone, masking and serialising per lookup. A policy asks with
+/// one or two mask sets, so they are searched in a list rather than hashed (a hash-map key would
+/// need an owned copy of the masks on every hit).
 #[derive(Debug)]
 struct CachedObject {
     object: Value,
-    answers: Mutex<HashMap<Masks, Arc<[u8]>>>,
+    answers: Mutex<Vec<(Masks, Vec<u8>)>>,
 }
 
 impl CachedObject {
     fn new(object: Value) -> Self {
         Self {
             object,
-            answers: Mutex::new(HashMap::new()),
+            answers: Mutex::new(Vec::new()),
         }
     }
 
     fn answer(&self, masks: Option<&BTreeSet<String>>) -> Result<Vec<u8>, String> {
         let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(bytes) = answers.get(&masks.cloned()) {
-            return Ok(bytes.to_vec());
+        if let Some((_, bytes)) = answers.iter().find(|(m, _)| m.as_ref() == masks) {
+            return Ok(bytes.clone());
         }
         let mut obj = self.object.clone();
         field_mask::apply_to_object(&mut obj, masks);
         let bytes = serde_json::to_vec(&obj).map_err(|e| e.to_string())?;
-        answers.insert(masks.cloned(), Arc::from(bytes.as_slice()));
+        answers.push((masks.cloned(), bytes.clone()));
         Ok(bytes)
     }
 }
