@@ -6,16 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::context::ClusterState;
+use injector_host::callback::HostContext;
 use injector_host::engine::{Engine, EngineConfig, EngineError, Policy};
-use injector_host::fault::FaultPlan;
-use injector_host::lookup::{ClusterLookup, LookupSource, Lookups};
 use injector_host::memory::{WASM_PAGE, peak_linear_memory};
-use injector_host::metadata::PolicyMetadata;
-use injector_host::rollout::{
-    Outcome, Rng, Workload, classify, default_control_plane, pod_create_request, replica_set_for,
-};
+use injector_host::rollout::{Outcome, Rng, classify, pod_create_request};
 use injector_host::{AdmissionRequest, AdmissionResponse};
 use serde_json::{Value, json};
 
@@ -23,25 +17,8 @@ const MIB: usize = 1024 * 1024;
 
 /// The rollout's nginx pod with env vars added to its container until the object is `bytes` long.
 fn world(bytes: usize) -> (Arc<HostContext>, AdmissionRequest) {
-    let md = PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml");
-    let mut state = ClusterState::new();
-    let workload = Workload::default_nginx(1);
-    let mut deployment = workload.deployment.clone();
-    deployment["metadata"]["uid"] = json!("0d5f8a52-0000-4000-8000-000000000001");
-    let (rs, _) = replica_set_for(&deployment, "0d5f8a52-0000-4000-8000-000000000002").unwrap();
-    for o in default_control_plane()
-        .into_iter()
-        .chain([workload.namespace.clone(), deployment, rs.clone()])
-    {
-        state.insert(o).unwrap();
-    }
-    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new())));
-    let host = Arc::new(HostContext::new(
-        "policy.wasm",
-        md.context_aware_resources,
-        lookups,
-        LogSink::Discard,
-    ));
+    let host = policy_host();
+    let rs = add_nginx_replica_set(&host);
     let mut req = pod_create_request(&rs, &mut Rng::new(7));
     let object = req.object.as_mut().expect("object");
     // each entry serialises to 60 bytes with its comma

@@ -2,35 +2,13 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::context::ClusterState;
 use injector_host::engine::{Engine, EngineConfig};
-use injector_host::fault::FaultPlan;
-use injector_host::lookup::{ClusterLookup, LookupSource, Lookups};
 use injector_host::metadata::PolicyMetadata;
 use injector_host::rollout::{
-    Outcome, Rng, RolloutOptions, Workload, classify, default_control_plane, pod_create_request,
-    replica_set_for, run_rollout,
+    Outcome, Rng, RolloutOptions, Workload, classify, pod_create_request, run_rollout,
 };
 use serde_json::json;
-
-fn policy_host() -> Arc<HostContext> {
-    let md = PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml");
-    let mut state = ClusterState::new();
-    for o in default_control_plane() {
-        state.insert(o).unwrap();
-    }
-    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new())));
-    Arc::new(HostContext::new(
-        "policy.wasm",
-        md.context_aware_resources,
-        lookups,
-        LogSink::Discard,
-    ))
-}
 
 #[test]
 fn declares_its_context_aware_resources() {
@@ -52,13 +30,7 @@ fn injects_a_replica_set_pod_in_an_injected_namespace() {
         .load_policy_file(&policy_wasm_path())
         .expect("policy.wasm compiles");
     let host = policy_host();
-    let workload = Workload::default_nginx(1);
-    let mut deployment = workload.deployment.clone();
-    deployment["metadata"]["uid"] = json!("0d5f8a52-0000-4000-8000-000000000001");
-    let (rs, _) = replica_set_for(&deployment, "0d5f8a52-0000-4000-8000-000000000002").unwrap();
-    for o in [workload.namespace.clone(), deployment, rs.clone()] {
-        host.lookups().insert_object(o).unwrap();
-    }
+    let rs = add_nginx_replica_set(&host);
     let mut inst = policy.instantiate(&host).unwrap();
     assert_eq!(inst.protocol_version().unwrap(), "v1");
     let v = inst.validate_settings(&settings(json!({})));

@@ -212,3 +212,34 @@ spec:
   resourceAttributes: {namespace: emojivoto, resource: pods, verb: get}
 status: {allowed: true, reason: "RBAC: allowed by RoleBinding"}
 "#;
+
+/// A host for the real policy: its declared context-aware resources, Linkerd's control plane
+/// (namespace and trust-root ConfigMap) in the cluster state, guest logs dropped.
+pub fn policy_host() -> Arc<HostContext> {
+    let md = injector_host::metadata::PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml");
+    let mut state = ClusterState::new();
+    for o in injector_host::rollout::default_control_plane() {
+        state.insert(o).unwrap();
+    }
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new())));
+    Arc::new(HostContext::new(
+        "policy.wasm",
+        md.context_aware_resources,
+        lookups,
+        LogSink::Discard,
+    ))
+}
+
+/// Adds the rollout's nginx Deployment, its injected namespace and one ReplicaSet to `host`'s
+/// cluster state and returns the ReplicaSet (the owner of the pods to admit).
+pub fn add_nginx_replica_set(host: &HostContext) -> Value {
+    let workload = injector_host::rollout::Workload::default_nginx(1);
+    let mut deployment = workload.deployment.clone();
+    deployment["metadata"]["uid"] = json!("0d5f8a52-0000-4000-8000-000000000001");
+    let (rs, _) =
+        injector_host::rollout::replica_set_for(&deployment, "0d5f8a52-0000-4000-8000-000000000002").unwrap();
+    for o in [workload.namespace, deployment, rs.clone()] {
+        host.lookups().insert_object(o).unwrap();
+    }
+    rs
+}
