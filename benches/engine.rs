@@ -24,13 +24,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Scenario, World};
-use injector_host::lookup::ClusterLookup;
-use injector_host::lookup::Lookups;
 use injector_host::metadata::PolicyMetadata;
 use injector_host::rollout::{LatencySummary, Outcome as PodOutcome, RolloutReport, classify};
 use injector_host::{
-    AdmissionResponse, ClusterState, Engine, EngineConfig, FaultPlan, HostContext, LogSink, LookupSource,
-    Policy, Settings, ValidationResponse,
+    AdmissionResponse, Engine, EngineConfig, HostContext, Policy, Settings, ValidationResponse,
 };
 use linkerd_injector_policy::cluster::MemoryCluster;
 
@@ -610,16 +607,7 @@ fn main() {
         .iter()
         .map(|k| world.sized(&format!("series{k}k"), &format!("{k} KB"), k * 1024))
         .collect();
-    let mut state = ClusterState::new();
-    for o in &world.objects {
-        state.insert(o.clone()).expect("cluster object");
-    }
-    let host = Arc::new(HostContext::new(
-        "bench",
-        md.context_aware_resources.clone(),
-        Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new()))),
-        LogSink::Discard,
-    ));
+    let host = world.host("bench", md.context_aware_resources.clone());
     let e = Engines {
         ours: policies["policy.wasm (ours)"].clone(),
         floor: policies["floor"].clone(),

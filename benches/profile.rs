@@ -18,11 +18,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use common::{Scenario, World};
-use injector_host::lookup::{ClusterLookup, Lookups};
 use injector_host::metadata::PolicyMetadata;
-use injector_host::{
-    ClusterState, Engine, EngineConfig, FaultPlan, HostContext, LogSink, LookupSource, Policy, Settings,
-};
+use injector_host::{Engine, EngineConfig, HostContext, Policy, Settings};
 use linkerd_injector_policy::cluster::MemoryCluster;
 
 #[inline(never)]
@@ -100,16 +97,7 @@ fn main() {
             let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
             let p = engine.load_policy(path, &bytes).expect("load");
             let md = PolicyMetadata::from_file("policy.yaml".as_ref()).expect("policy.yaml");
-            let mut state = ClusterState::new();
-            for o in &world.objects {
-                state.insert(o.clone()).expect("object");
-            }
-            let host = Arc::new(HostContext::new(
-                "profile",
-                md.context_aware_resources,
-                Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new()))),
-                LogSink::Discard,
-            ));
+            let host = world.host("profile", md.context_aware_resources);
             // warm the lookup cache
             black_box(p.evaluate(&host, &s.request, &settings).expect("evaluate"));
             match mode.trim_end_matches("-floor") {
@@ -159,16 +147,7 @@ fn custom_engine(mode: &str, world: &World, s: &Scenario, n: usize) {
     };
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let md = PolicyMetadata::from_file("policy.yaml".as_ref()).expect("policy.yaml");
-    let mut state = ClusterState::new();
-    for o in &world.objects {
-        state.insert(o.clone()).expect("object");
-    }
-    let host = Arc::new(HostContext::new(
-        "profile",
-        md.context_aware_resources,
-        Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new()))),
-        LogSink::Discard,
-    ));
+    let host = world.host("profile", md.context_aware_resources);
     let pre = |configure: &dyn Fn(&mut wasmtime::Config)| -> WasmtimeEngineProviderPre {
         let mut cfg = wasmtime::Config::default();
         configure(&mut cfg);

@@ -6,8 +6,15 @@
 //! settings (the policy's defaults), the trust anchors coming from Linkerd's ConfigMap.
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use injector_host::lookup::{ClusterLookup, Lookups};
 use injector_host::rollout::{Rng, default_control_plane, pod_create_request, replica_set_for};
-use injector_host::{AdmissionRequest, Settings};
+use injector_host::{
+    AdmissionRequest, ClusterState, ContextAwareResource, FaultPlan, HostContext, LogSink, LookupSource,
+    Settings,
+};
 use serde_json::{Value, json};
 
 /// Namespace annotated `linkerd.io/inject: enabled`.
@@ -119,6 +126,20 @@ pub struct World {
 }
 
 impl World {
+    /// A host whose cluster state holds every object of this world (guest logs dropped).
+    pub fn host(&self, name: &str, resources: BTreeSet<ContextAwareResource>) -> Arc<HostContext> {
+        let mut state = ClusterState::new();
+        for o in &self.objects {
+            state.insert(o.clone()).expect("cluster object");
+        }
+        Arc::new(HostContext::new(
+            name,
+            resources,
+            Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new()))),
+            LogSink::Discard,
+        ))
+    }
+
     pub fn new() -> Self {
         let mut objects = default_control_plane();
         objects.push(json!({"apiVersion": "v1", "kind": "Namespace",
