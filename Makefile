@@ -14,7 +14,7 @@ all: policy.wasm
 wasm-target:
 	@rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
 
-# The policy module (size-tuned release profile).
+# The policy module (release profile: LTO, opt-level 3).
 policy.wasm: wasm-target
 	$(CARGO) build --locked --release --target $(WASM_TARGET) -p linkerd-injector-policy
 	cp $(MODULE) policy.wasm

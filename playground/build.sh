@@ -30,8 +30,9 @@ if [ ! -d playground/node_modules ] && command -v npm >/dev/null; then
   npm ci --prefix playground --no-fund --no-audit
 fi
 
-# Unstripped, so wasm-bindgen reads the target_features section (wasm-opt strips afterwards).
-CARGO_PROFILE_RELEASE_STRIP=false $CARGO build --locked --release --target $TARGET -p playground --lib
+# Unstripped, so wasm-bindgen reads the target_features section (wasm-opt strips afterwards);
+# size-tuned (the policy module's release profile is speed-tuned): a page downloads it.
+CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_STRIP=false $CARGO build --locked --release --target $TARGET -p playground --lib
 # The policy crate is also the waPC guest: stub its host imports (see the tool's doc comment).
 mkdir -p target/playground
 $CARGO run --locked --quiet -p playground --bin stub-wapc-imports -- \
