@@ -198,8 +198,9 @@ impl PairResult {
     }
 }
 
-/// Ours and the floor on the same request, interleaved (alternating which goes first).
-fn pair(e: &Engines, s: &Scenario, budget: Duration, max: usize) -> PairResult {
+/// Ours and the floor on the same request, interleaved (alternating which goes first); at least
+/// `min` samples of each, whatever the budget.
+fn pair(e: &Engines, s: &Scenario, budget: Duration, min: usize, max: usize) -> PairResult {
     let (_, ro) = evaluate(&e.ours, &e.host, s, &e.settings);
     let (_, rf) = evaluate(&e.floor, &e.host, s, &e.settings);
     let mut est = Duration::ZERO;
@@ -207,7 +208,7 @@ fn pair(e: &Engines, s: &Scenario, budget: Duration, max: usize) -> PairResult {
         est += evaluate(&e.ours, &e.host, s, &e.settings).0;
         est += evaluate(&e.floor, &e.host, s, &e.settings).0;
     }
-    let n = iterations(budget, est / 3, 25, max);
+    let n = iterations(budget, est / 3, min, max);
     let (mut o, mut f) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         if i % 2 == 0 {
@@ -622,7 +623,7 @@ fn main() {
 
     if a.quick {
         for s in &scenarios[..4] {
-            let r = pair(&e, s, a.budget, 4000);
+            let r = pair(&e, s, a.budget, 25, 4000);
             println!(
                 "{:<10} n={:<5} ours p50 {:.3} ms p99 {:.3} ms | floor p50 {:.3} ms p99 {:.3} ms | ours/floor p50 {:.2}",
                 s.id,
@@ -666,7 +667,7 @@ fn main() {
     let admissions: Vec<PairResult> = scenarios
         .iter()
         .map(|s| {
-            let r = pair(&e, s, a.budget, 4000);
+            let r = pair(&e, s, a.budget, 25, 4000);
             eprintln!(
                 "  {:<10} n={:<5} ours p50 {:.3} ms p99 {:.3} ms | floor p50 {:.3} ms p99 {:.3} ms | x{:.2}",
                 s.id,
@@ -684,7 +685,9 @@ fn main() {
     let series_results: Vec<PairResult> = series
         .iter()
         .map(|s| {
-            let r = pair(&e, s, a.budget / 2, 2000);
+            // 60 samples at least: at 256 KiB and 1 MiB the budget alone gives 25, and one
+            // noisy p50 there decided the linear fit's R².
+            let r = pair(&e, s, a.budget / 2, 60, 2000);
             eprintln!(
                 "  {:<10} n={:<5} ours p50 {:.3} ms | floor p50 {:.3} ms",
                 s.id, r.n, r.ours.p50_ms, r.floor.p50_ms
@@ -701,7 +704,7 @@ fn main() {
             host: host.clone(),
             settings: e.settings.clone(),
         };
-        pair(&e2, &typical, a.budget / 2, 4000)
+        pair(&e2, &typical, a.budget / 2, 25, 4000)
     });
 
     // ---- native core vs wasm guest call
