@@ -395,8 +395,8 @@ fn rollout_cli(args: &[String]) -> ! {
     );
     match injector_host::cli::execute(&cli) {
         Ok(out) => {
-            println!("{}", out.trim_end());
-            std::process::exit(0)
+            println!("{}", out.stdout.trim_end());
+            std::process::exit(i32::from(out.failure.is_some()))
         }
         Err(e) => {
             eprintln!("Error: {e}");

@@ -1,6 +1,6 @@
 //! The host-call dispatcher, in policy-evaluator's order (`runtimes/callback.rs`): binding must be
 //! `kubewarden`; `tracing/log` is always served; other capabilities outside `kubernetes/*` are
-//! refused as not granted; Kubernetes lookups must be in the `contextAwareResources` allow-list
+//! refused as not granted, and so is anything the host-capability allow-list does not name; Kubernetes lookups must be in the `contextAwareResources` allow-list
 //! (`can_i` is not checked); unknown namespaces/operations are named. Answers from the lookup
 //! source that fail reach the guest as `Callback evaluation failure: <message>`.
 
@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::capabilities::HostCapabilities;
 use crate::lookup::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest, LookupStats,
     Lookups,
@@ -54,6 +55,7 @@ pub struct HostContext {
     /// Name used in log lines (the module path).
     pub policy_id: String,
     allow_list: BTreeSet<ContextAwareResource>,
+    capabilities: HostCapabilities,
     lookups: Lookups,
     logs: LogSink,
     log_records: AtomicU64,
@@ -75,10 +77,18 @@ impl HostContext {
         Self {
             policy_id: policy_id.into(),
             allow_list,
+            capabilities: HostCapabilities::AllowAll,
             lookups,
             logs,
             log_records: AtomicU64::new(0),
         }
+    }
+
+    /// Restricts the host capabilities the policy may call (default: all, as for a
+    /// ClusterAdmissionPolicy).
+    pub fn with_capabilities(mut self, capabilities: HostCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
     }
 
     pub fn allow_list(&self) -> &BTreeSet<ContextAwareResource> {
@@ -140,7 +150,9 @@ impl HostContext {
             return Err(format!("unknown binding: {binding}").into());
         }
         let path = format!("{namespace}/{operation}");
-        if OTHER_CAPABILITIES.contains(&path.as_str()) {
+        // tracing is never gated; the others only where the allow-list and this host both serve them
+        let granted = namespace == "tracing" || self.capabilities.allows(&path);
+        if !granted || OTHER_CAPABILITIES.contains(&path.as_str()) {
             return Err(format!(
                 "Policy has not been granted access to the '{path}' host capability. The violation has been reported."
             )

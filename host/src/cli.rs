@@ -11,13 +11,16 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::annotate::AnnotateError;
+use crate::artifacthub::ArtifactHubError;
 use crate::callback::{HostContext, LogSink};
+use crate::capabilities::{CapabilityError, HostCapabilities};
 use crate::context::{ClusterState, ContextError};
 use crate::engine::{Engine, EngineConfig, EngineError, Policy};
 use crate::fault::{FaultParseError, FaultPlan, FaultRule};
 use crate::inject::{InjectError, InjectOptions, Injector};
 use crate::lookup::{ClusterLookup, LookupSource, Lookups};
 use crate::metadata::{ContextAwareResource, MetadataError, PolicyMetadata};
+use crate::registry::{ModuleRef, RegistryError, Sources};
 use crate::replay::{ReplayError, ReplaySession};
 use crate::request::{AdmissionRequest, RequestError, Settings};
 use crate::rollout::{RolloutError, RolloutOptions, Workload, run_rollout};
@@ -38,7 +41,7 @@ pub enum CliError {
     },
     #[error("Cannot parse settings JSON: {0}")]
     ParseSettingsJson(#[source] serde_json::Error),
-    #[error("Error opening request file {path}; {source}")]
+    #[error("cannot open request file {path}: {source}")]
     OpenRequest {
         path: String,
         #[source]
@@ -68,6 +71,8 @@ pub enum CliError {
     Inject(#[from] InjectError),
     #[error(transparent)]
     Annotate(#[from] AnnotateError),
+    #[error(transparent)]
+    ArtifactHub(#[from] ArtifactHubError),
     #[error("{what} {path}: {source}")]
     File {
         what: &'static str,
@@ -79,6 +84,14 @@ pub enum CliError {
     InvalidSettings(String),
     #[error("cannot write the output: {0}")]
     Output(String),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Capabilities(#[from] CapabilityError),
+    #[error(
+        "execution mode `{0}` is not supported: injector-host runs Kubewarden waPC policies (`kubewarden`) only"
+    )]
+    ExecutionMode(String),
 }
 
 #[derive(Debug, Parser)]
@@ -104,6 +117,66 @@ pub enum Command {
     /// Write the policy metadata into the module's `io.kubewarden.metadata` section, like
     /// `kwctl annotate`.
     Annotate(AnnotateArgs),
+    /// Generate Kubewarden files, like `kwctl scaffold` (`artifacthub`: artifacthub-pkg.yml).
+    #[command(subcommand)]
+    Scaffold(ScaffoldCommand),
+    /// Push an annotated module to an OCI registry as Kubewarden's Wasm artifact (like
+    /// `kwctl push`); prints the immutable reference.
+    Push(PushArgs),
+    /// Pull a module from an OCI registry (like `kwctl pull`, into a file).
+    Pull(PullArgs),
+}
+
+/// How registries are reached (kwctl's `--sources-path`, plus a one-registry shorthand).
+#[derive(Debug, Args)]
+pub struct RegistryArgs {
+    /// kwctl sources file: `insecure_sources: [host:port, ...]` may use plain HTTP or skip TLS checks
+    #[arg(long)]
+    pub sources_path: Option<PathBuf>,
+    /// Treat the URI's registry as an insecure source (e.g. a plain-HTTP registry on loopback)
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+impl RegistryArgs {
+    fn sources(&self, uri: &ModuleRef) -> Result<Sources, CliError> {
+        let sources = match &self.sources_path {
+            Some(path) => Sources::from_file(path)?,
+            None => Sources::default(),
+        };
+        Ok(if self.insecure {
+            sources.with_insecure(uri.registry())
+        } else {
+            sources
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Push a module without Kubewarden metadata
+    #[arg(long)]
+    pub force: bool,
+    /// Print `{"immutable_ref": ...}` instead of the bare reference
+    #[arg(short = 'o', long, value_parser = ["text", "json"], default_value = "text")]
+    pub output: String,
+    /// The annotated module (.wasm)
+    pub module: PathBuf,
+    /// Destination, `registry://host[:port]/repository:tag`
+    pub uri: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// Where to write the module
+    #[arg(short = 'o', long)]
+    pub output_path: PathBuf,
+    /// Source, `registry://host[:port]/repository:tag` or `...@sha256:...`
+    pub uri: String,
 }
 
 #[derive(Debug, Args)]
@@ -140,6 +213,9 @@ pub struct InjectArgs {
     /// Do not print the per-object report on stderr
     #[arg(long)]
     pub quiet: bool,
+    /// Format of the per-object report on stderr (the manifests stay YAML on stdout)
+    #[arg(short = 'o', long, value_parser = ["text", "json"], default_value = "text")]
+    pub output: String,
 }
 
 #[derive(Debug, Args)]
@@ -155,6 +231,29 @@ pub struct AnnotateArgs {
     pub output_path: PathBuf,
     /// The policy module (.wasm)
     pub module: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScaffoldCommand {
+    /// Output an artifacthub-pkg.yml file from a metadata.yml file (the text kwctl prints)
+    Artifacthub(ArtifacthubArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ArtifacthubArgs {
+    /// File containing the metadata of the policy (default: metadata.yml or metadata.yaml)
+    #[arg(short = 'm', long, value_name = "PATH")]
+    pub metadata_path: Option<PathBuf>,
+    /// File containing the questions-ui content of the policy (default: questions-ui.yml,
+    /// questions-ui.yaml, questions.yml or questions.yaml when present)
+    #[arg(short = 'q', long, value_name = "PATH")]
+    pub questions_path: Option<PathBuf>,
+    /// Path where the artifacthub-pkg.yml file will be stored (default: stdout)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// createdAt (RFC 3339) instead of now, for reproducible output
+    #[arg(long, value_name = "TIMESTAMP")]
+    pub created_at: Option<String>,
 }
 
 /// Settings, metadata and lookup options shared by both commands.
@@ -201,11 +300,29 @@ pub struct RunArgs {
     /// Replay a kwctl host-capabilities session instead of a cluster state
     #[arg(long)]
     pub replay_host_capabilities_interactions: Option<PathBuf>,
+    /// Write every host-capability exchange to FILE as a kwctl replay session
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "replay_host_capabilities_interactions"
+    )]
+    pub record_host_capabilities_interactions: Option<PathBuf>,
     /// Grant the Kubernetes resources the policy metadata declares
     #[arg(long)]
     pub allow_context_aware: bool,
-    /// The policy module (.wasm)
-    pub module: PathBuf,
+    /// Host capabilities the policy may call: `*`, a prefix like `kubernetes/*`, or exact paths
+    #[arg(long, num_args = 0.., default_values = ["*"])]
+    pub allowed_host_capabilities: Vec<String>,
+    /// Validate a raw request: the document is sent as is, not as an AdmissionRequest
+    #[arg(long)]
+    pub raw: bool,
+    /// The runtime to use; this host runs `kubewarden` (waPC) policies only
+    #[arg(short = 'e', long, value_parser = ["opa", "gatekeeper", "kubewarden", "wasi"])]
+    pub execution_mode: Option<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+    /// The policy module: a path, `file://PATH` or `registry://host[:port]/repository:tag`
+    pub module: String,
 }
 
 #[derive(Debug, Args)]
@@ -262,7 +379,8 @@ fn settings_from(settings_path: Option<&Path>, settings_json: Option<&str>) -> R
     }
 }
 
-fn read_request(path: &str) -> Result<AdmissionRequest, CliError> {
+/// The request file as JSON (`-` is stdin).
+fn read_document(path: &str) -> Result<Value, CliError> {
     let text = if path == "-" {
         let mut buf = String::new();
         std::io::stdin()
@@ -278,11 +396,21 @@ fn read_request(path: &str) -> Result<AdmissionRequest, CliError> {
             source,
         })?
     };
-    let doc: Value = serde_json::from_str(&text).map_err(|source| CliError::ParseRequest {
+    serde_json::from_str(&text).map_err(|source| CliError::ParseRequest {
         path: path.into(),
         source,
-    })?;
-    Ok(AdmissionRequest::from_document(&doc)?)
+    })
+}
+
+/// Loads a module from a path, a `file://` URI or a `registry://` URI (pulled into memory).
+fn load_module(engine: &Engine, module: &str, registry: &RegistryArgs) -> Result<Policy, CliError> {
+    if module.starts_with(crate::registry::SCHEME) {
+        let uri = ModuleRef::parse(module)?;
+        let bytes = crate::registry::pull(&uri, &registry.sources(&uri)?)?;
+        return Ok(engine.load_policy(module, &bytes)?);
+    }
+    let path = module.strip_prefix("file://").unwrap_or(module);
+    Ok(engine.load_policy_file(Path::new(path))?)
 }
 
 fn fault_plan(common: &CommonArgs) -> Result<FaultPlan, CliError> {
@@ -333,11 +461,20 @@ fn log_sink(common: &CommonArgs) -> LogSink {
 
 /// `injector-host run`: returns the JSON line to print.
 pub fn run(args: &RunArgs) -> Result<String, CliError> {
+    if let Some(mode) = args.execution_mode.as_deref().filter(|m| *m != "kubewarden") {
+        return Err(CliError::ExecutionMode(mode.to_owned()));
+    }
+    let capabilities = HostCapabilities::new(&args.allowed_host_capabilities)?;
     let settings = read_settings(&args.common)?;
-    let request = read_request(&args.request_path)?;
+    let document = read_document(&args.request_path)?;
+    let request = if args.raw {
+        None
+    } else {
+        Some(AdmissionRequest::from_document(&document)?)
+    };
     let faults = fault_plan(&args.common)?;
     let engine = Engine::new(engine_config(&args.common, None))?;
-    let policy = engine.load_policy_file(&args.module)?;
+    let policy = load_module(&engine, &args.module, &args.registry)?;
     let md = metadata(&args.common, &policy, None)?;
     let declared: BTreeSet<ContextAwareResource> = md
         .as_ref()
@@ -368,18 +505,26 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         };
         LookupSource::Cluster(ClusterLookup::new(state, faults))
     };
-    let host = Arc::new(HostContext::new(
-        policy.name(),
-        allow_list,
-        Lookups::new(source),
-        log_sink(&args.common),
-    ));
+    let lookups = match args.record_host_capabilities_interactions {
+        Some(_) => Lookups::new(source).recording(),
+        None => Lookups::new(source),
+    };
+    let host = Arc::new(
+        HostContext::new(policy.name(), allow_list, lookups, log_sink(&args.common))
+            .with_capabilities(capabilities),
+    );
     let mut instance = policy.instantiate(&host)?;
     let validation = instance.validate_settings(&settings);
     if !validation.valid {
         return Err(CliError::InvalidSettings(validation.message.unwrap_or_default()));
     }
-    let response = instance.validate(&request, &settings)?;
+    let response = match &request {
+        Some(request) => instance.validate(request, &settings)?,
+        None => instance.validate_raw(&document, &settings)?,
+    };
+    if let Some(path) = &args.record_host_capabilities_interactions {
+        write_session(path, &host)?;
+    }
     if let LookupSource::Replay(session) = host.lookups().source() {
         let left = session.leftovers();
         if left > 0 {
@@ -395,8 +540,51 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     serde_json::to_string(&response).map_err(|e| CliError::Output(e.to_string()))
 }
 
+/// Writes the recorded exchanges as a kwctl replay session.
+fn write_session(path: &Path, host: &HostContext) -> Result<(), CliError> {
+    let text = crate::replay::ReplaySession::to_yaml(&host.lookups().recorded())
+        .map_err(|e| CliError::Output(e.to_string()))?;
+    std::fs::write(path, text).map_err(|source| CliError::File {
+        what: "cannot write the session file",
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// `injector-host push`: returns the immutable reference (or kwctl's JSON).
+pub fn push(args: &PushArgs) -> Result<String, CliError> {
+    let module = std::fs::read(&args.module).map_err(|source| CliError::File {
+        what: "cannot read module",
+        path: args.module.display().to_string(),
+        source,
+    })?;
+    let uri = ModuleRef::parse(&args.uri)?;
+    let pushed = crate::registry::push(&module, &uri, &args.registry.sources(&uri)?, args.force)?;
+    if args.output == "json" {
+        Ok(serde_json::json!({ "immutable_ref": pushed.immutable_ref }).to_string())
+    } else {
+        Ok(pushed.immutable_ref)
+    }
+}
+
+/// `injector-host pull`: writes the module, returns nothing for stdout.
+pub fn pull(args: &PullArgs) -> Result<String, CliError> {
+    let uri = ModuleRef::parse(&args.uri)?;
+    let bytes = crate::registry::pull(&uri, &args.registry.sources(&uri)?)?;
+    std::fs::write(&args.output_path, bytes).map_err(|source| CliError::File {
+        what: "cannot write",
+        path: args.output_path.display().to_string(),
+        source,
+    })?;
+    Ok(String::new())
+}
+
 /// `injector-host rollout`: returns the report text (or JSON).
 pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
+    rollout_report(args).map(|(text, _)| text)
+}
+
+fn rollout_report(args: &RolloutArgs) -> Result<(String, crate::rollout::RolloutReport), CliError> {
     let settings = read_settings(&args.common)?;
     let faults = fault_plan(&args.common)?;
     let default_deadline = (!args.disable_timeout_protection).then_some(Duration::from_secs(2));
@@ -450,11 +638,12 @@ pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
         progress: !args.json,
     };
     let report = run_rollout(&policy, &host, &workload, &opts)?;
-    if args.json {
-        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
     } else {
-        Ok(report.render())
-    }
+        report.render()
+    };
+    Ok((text, report))
 }
 
 /// `injector-host inject`: prints the report on stderr, returns the YAML stream.
@@ -496,7 +685,9 @@ pub fn inject(args: &InjectArgs) -> Result<String, CliError> {
         md.map(|m| m.context_aware_resources),
     );
     let output = injector.run(inputs)?;
-    if !args.quiet {
+    if !args.quiet && args.output == "json" {
+        eprintln!("{}", output.report.to_json());
+    } else if !args.quiet {
         eprint!("{}", output.report.render());
     }
     Ok(output.yaml)
@@ -550,12 +741,68 @@ pub fn annotate(args: &AnnotateArgs) -> Result<String, CliError> {
     Ok(String::new())
 }
 
-/// Runs the parsed command and returns what goes to stdout.
-pub fn execute(cli: &Cli) -> Result<String, CliError> {
-    match &cli.command {
+/// What a command printed, and whether it failed after printing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// What goes to stdout.
+    pub stdout: String,
+    /// Set when the command ran to the end but its outcome is a failure (the exit status is
+    /// then 1 and this is printed on stderr): a rollout with rejected or failed admissions.
+    pub failure: Option<String>,
+}
+
+impl From<String> for Output {
+    fn from(stdout: String) -> Self {
+        Self {
+            stdout,
+            failure: None,
+        }
+    }
+}
+
+/// `injector-host rollout`, as a command: the report, failed when any admission was rejected
+/// or failed (a pod without its admission, which is what the rollout must never produce).
+fn rollout_command(args: &RolloutArgs) -> Result<Output, CliError> {
+    let (stdout, report) = rollout_report(args)?;
+    let failed = report.rejected + report.errors;
+    let failure = (failed > 0).then(|| {
+        format!(
+            "{failed} of {} admissions were not admitted ({} rejected, {} engine errors)",
+            report.replicas, report.rejected, report.errors
+        )
+    });
+    Ok(Output { stdout, failure })
+}
+
+/// `injector-host scaffold artifacthub`: writes the file (`-o`) or prints it itself, as kwctl's
+/// `println!` does (the text ends with a newline, so stdout ends with an empty line).
+fn scaffold_artifacthub(args: &ArtifacthubArgs) -> Result<String, CliError> {
+    let text = crate::artifacthub::scaffold(
+        args.metadata_path.as_deref(),
+        args.questions_path.as_deref(),
+        args.created_at.as_deref(),
+    )?;
+    match &args.output {
+        Some(path) => std::fs::write(path, text).map_err(|source| CliError::File {
+            what: "cannot write",
+            path: path.display().to_string(),
+            source,
+        })?,
+        None => println!("{text}"),
+    }
+    Ok(String::new())
+}
+
+/// Runs the parsed command.
+pub fn execute(cli: &Cli) -> Result<Output, CliError> {
+    let stdout = match &cli.command {
+        Command::Rollout(args) => return rollout_command(args),
         Command::Run(args) => run(args),
-        Command::Rollout(args) => rollout(args),
         Command::Inject(args) => inject(args),
         Command::Annotate(args) => annotate(args),
-    }
+        Command::Scaffold(ScaffoldCommand::Artifacthub(args)) => scaffold_artifacthub(args),
+        Command::Push(args) => push(args),
+        Command::Pull(args) => pull(args),
+    }?;
+    Ok(stdout.into())
 }

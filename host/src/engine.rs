@@ -14,6 +14,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use serde_json::Value;
 use thiserror::Error;
 use wasmtime_provider::wasmtime;
 use wasmtime_provider::{
@@ -391,23 +392,42 @@ impl Instance {
         request: &AdmissionRequest,
         settings: &Settings,
     ) -> Result<AdmissionResponse, EngineError> {
-        let uid = request.uid.as_str();
+        self.validate_payload(
+            &request.uid,
+            request.object.as_ref(),
+            &Payload { request, settings },
+        )
+    }
+
+    /// `validate` of a raw request (`kwctl run --raw`): the document itself is the request and
+    /// the object a mutation is diffed against; the uid is its `uid` field, if any.
+    pub fn validate_raw(
+        &mut self,
+        request: &Value,
+        settings: &Settings,
+    ) -> Result<AdmissionResponse, EngineError> {
+        let uid = request.get("uid").and_then(Value::as_str).unwrap_or_default();
+        self.validate_payload(uid, Some(request), &Payload { request, settings })
+    }
+
+    fn validate_payload<R: serde::Serialize>(
+        &mut self,
+        uid: &str,
+        object: Option<&Value>,
+        payload: &Payload<'_, R>,
+    ) -> Result<AdmissionResponse, EngineError> {
         // Serialised straight from the borrowed request: `json!` would deep-copy it first.
-        #[derive(serde::Serialize)]
-        struct Payload<'a> {
-            request: &'a AdmissionRequest,
-            settings: &'a Settings,
-        }
-        let payload = serde_json::to_vec(&Payload { request, settings }).map_err(EngineError::Serialize)?;
+        let payload = serde_json::to_vec(payload).map_err(EngineError::Serialize)?;
         match self.call("validate", &payload) {
             Ok(out) => Ok(match serde_json::from_slice::<ValidationResponse>(&out) {
-                Ok(resp) => AdmissionResponse::from_validation_response(uid, request.object.as_ref(), &resp)
-                    .unwrap_or_else(|e| {
+                Ok(resp) => {
+                    AdmissionResponse::from_validation_response(uid, object, &resp).unwrap_or_else(|e| {
                         AdmissionResponse::reject_internal_server_error(
                             uid,
                             format!("invalid response format: cannot deserialize JSONPatch: {e}"),
                         )
-                    }),
+                    })
+                }
                 Err(e) => AdmissionResponse::reject_internal_server_error(
                     uid,
                     format!("invalid response from policy: {e}"),
@@ -420,4 +440,11 @@ impl Instance {
             Err(err) => Ok(AdmissionResponse::reject_internal_server_error(uid, err)),
         }
     }
+}
+
+/// The `validate` call's input: `{"request": ..., "settings": ...}`.
+#[derive(serde::Serialize)]
+struct Payload<'a, R> {
+    request: &'a R,
+    settings: &'a Settings,
 }

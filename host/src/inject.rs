@@ -156,6 +156,39 @@ impl Report {
         self.entries.iter().filter(|e| f(&e.verdict)).count()
     }
 
+    /// The report as JSON: `{"injected", "skipped", "objects": [{origin, kind, name, namespace,
+    /// verdict, reasons?, warnings}]}`, for scripts (`inject -o json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let objects: Vec<serde_json::Value> = self
+            .entries
+            .iter()
+            .map(|e| {
+                let (verdict, reasons) = match &e.verdict {
+                    Verdict::Injected => ("injected", None),
+                    Verdict::Skipped(r) => ("skipped", Some(r.as_str())),
+                    Verdict::Ignored => ("ignored", None),
+                };
+                let mut o = serde_json::json!({
+                    "origin": e.origin,
+                    "kind": e.kind,
+                    "name": e.name,
+                    "namespace": e.namespace,
+                    "verdict": verdict,
+                    "warnings": e.warnings,
+                });
+                if let Some(r) = reasons {
+                    o["reasons"] = r.into();
+                }
+                o
+            })
+            .collect();
+        serde_json::json!({
+            "injected": self.injected(),
+            "skipped": self.skipped(),
+            "objects": objects,
+        })
+    }
+
     /// Warnings (`‼`), then one line per object, each block framed by blank lines.
     pub fn render(&self) -> String {
         let mut out = String::new();

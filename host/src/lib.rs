@@ -20,12 +20,18 @@
 //!   `linkerd inject --manual`).
 //! * [`annotate`]: the `io.kubewarden.metadata` section (`injector-host annotate`, like
 //!   `kwctl annotate`).
+//! * [`artifacthub`]: `artifacthub-pkg.yml` from the metadata (`injector-host scaffold
+//!   artifacthub`, like `kwctl scaffold artifacthub`).
+//! * [`capabilities`]: the host-capability allow-list (`--allowed-host-capabilities`).
+//! * [`registry`]: `registry://` modules: push and pull Kubewarden's OCI artifact.
 //! * [`cli`]: the `injector-host` command line.
 #![forbid(unsafe_code)]
 
 pub mod annotate;
+pub mod artifacthub;
 pub mod cache;
 pub mod callback;
+pub mod capabilities;
 pub mod cli;
 pub mod context;
 pub mod engine;
@@ -35,6 +41,7 @@ pub mod inject;
 pub mod lookup;
 pub mod memory;
 pub mod metadata;
+pub mod registry;
 pub mod replay;
 pub mod request;
 pub mod response;

@@ -19,7 +19,7 @@ use crate::cache::{DEFAULT_TTL, Origin, TtlCache};
 use crate::context::{ClusterState, LookupError};
 use crate::fault::{FaultPlan, Verdict};
 use crate::field_mask;
-use crate::replay::{CallbackRequestType, ReplaySession};
+use crate::replay::{CallbackRequestType, Exchange, ReplayResponse, ReplaySession};
 
 /// `kubernetes/get_resource` payload (SDK `GetResourceRequest`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,6 +312,8 @@ pub enum LookupSource {
 pub struct Lookups {
     source: LookupSource,
     stats: Mutex<LookupStats>,
+    /// Every exchange in order, when recording (`--record-host-capabilities-interactions`).
+    recorded: Option<Mutex<Vec<Exchange>>>,
 }
 
 impl Lookups {
@@ -319,7 +321,41 @@ impl Lookups {
         Self {
             source,
             stats: Mutex::new(LookupStats::default()),
+            recorded: None,
         }
+    }
+
+    /// Keeps every exchange so it can be written as a kwctl replay session.
+    pub fn recording(mut self) -> Self {
+        self.recorded = Some(Mutex::new(Vec::new()));
+        self
+    }
+
+    /// The exchanges recorded so far (empty unless [`Lookups::recording`]).
+    pub fn recorded(&self) -> Vec<Exchange> {
+        self.recorded
+            .as_ref()
+            .map(|r| r.lock().unwrap_or_else(PoisonError::into_inner).clone())
+            .unwrap_or_default()
+    }
+
+    /// Passes an answer through, recording it when asked to.
+    fn keep(&self, request: CallbackRequestType, result: Result<Vec<u8>, String>) -> Result<Vec<u8>, String> {
+        if let Some(recorded) = &self.recorded {
+            let response = match &result {
+                Ok(bytes) => ReplayResponse::Success {
+                    payload: String::from_utf8_lossy(bytes).into_owned(),
+                },
+                Err(message) => ReplayResponse::Error {
+                    message: message.clone(),
+                },
+            };
+            recorded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Exchange { request, response });
+        }
+        result
     }
 
     /// No cluster objects at all.
@@ -364,6 +400,10 @@ impl Lookups {
     /// Serves `get_resource`; `Err` carries the message for the guest (without the
     /// "Callback evaluation failure: " prefix).
     pub fn get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
+        self.keep(CallbackRequestType::from(r), self.answer_get_resource(r))
+    }
+
+    fn answer_get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
         let resource = format!("{}/{}", r.api_version, r.kind);
         match &self.source {
             LookupSource::Replay(session) => {
@@ -396,6 +436,10 @@ impl Lookups {
         &self,
         r: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, String> {
+        self.keep(CallbackRequestType::from(r), self.answer_list_namespace(r))
+    }
+
+    fn answer_list_namespace(&self, r: &ListResourcesByNamespaceRequest) -> Result<Vec<u8>, String> {
         self.record_list();
         match &self.source {
             LookupSource::Replay(session) => session.respond(&CallbackRequestType::from(r)),
@@ -413,6 +457,10 @@ impl Lookups {
     }
 
     pub fn list_resources_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        self.keep(CallbackRequestType::from(r), self.answer_list_all(r))
+    }
+
+    fn answer_list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
         self.record_list();
         match &self.source {
             LookupSource::Replay(session) => session.respond(&CallbackRequestType::from(r)),
@@ -430,6 +478,10 @@ impl Lookups {
     }
 
     pub fn can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
+        self.keep(CallbackRequestType::from(r), self.answer_can_i(r))
+    }
+
+    fn answer_can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
         let resource = "authorization.k8s.io/v1/SubjectAccessReview".to_owned();
         match &self.source {
             LookupSource::Replay(session) => {

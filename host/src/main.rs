@@ -7,11 +7,17 @@ fn main() -> std::process::ExitCode {
         Ok(out) => {
             if matches!(cli.command, Command::Inject(_)) {
                 // the YAML stream, byte for byte
-                print!("{out}");
-            } else if !out.is_empty() {
-                println!("{}", out.trim_end());
+                print!("{}", out.stdout);
+            } else if !out.stdout.is_empty() {
+                println!("{}", out.stdout.trim_end());
             }
-            std::process::ExitCode::SUCCESS
+            match out.failure {
+                None => std::process::ExitCode::SUCCESS,
+                Some(failure) => {
+                    eprintln!("Error: {failure}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
         }
         Err(e) => {
             eprintln!("Error: {e}");

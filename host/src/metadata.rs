@@ -58,6 +58,13 @@ pub struct PolicyMetadata {
     pub mutating: Option<bool>,
     #[serde(default)]
     pub protocol_version: Option<String>,
+    /// The oldest Kubewarden release the policy runs on (`minimumKubewardenVersion`, semver);
+    /// carried so `inspect`-like consumers and the annotated section keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minimum_kubewarden_version: Option<String>,
+    /// `annotations` of the metadata; `kwctl push` puts the single-line ones on the manifest.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 impl PolicyMetadata {

@@ -203,6 +203,21 @@ impl ReplaySession {
         }
     }
 
+    /// Writes exchanges as a session file that kwctl's `--replay-host-capabilities-interactions`
+    /// (and this host's) reads back.
+    pub fn to_yaml(exchanges: &[Exchange]) -> Result<String, serde_yaml::Error> {
+        let raw = exchanges
+            .iter()
+            .map(|e| {
+                Ok(RawExchange::Exchange {
+                    request: serde_yaml::to_string(&e.request)?,
+                    response: e.response.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, serde_yaml::Error>>()?;
+        serde_yaml::to_string(&raw)
+    }
+
     /// Exchanges not replayed yet (kwctl only warns about them).
     pub fn leftovers(&self) -> usize {
         self.exchanges
@@ -269,6 +284,24 @@ mod tests {
             s.respond(&ns_request()).unwrap_err(),
             "the list of recorded responses is empty"
         );
+    }
+
+    #[test]
+    fn a_written_session_replays_the_same_answers() {
+        let session = ReplaySession::from_str(SESSION, Path::new("s.yml")).unwrap();
+        let exchanges: Vec<Exchange> = session.exchanges.lock().unwrap().iter().cloned().collect();
+        let text = ReplaySession::to_yaml(&exchanges).unwrap();
+        assert!(text.contains("!KubernetesGetResource"), "{text}");
+        let again = ReplaySession::from_str(&text, Path::new("w.yml")).unwrap();
+        assert_eq!(
+            again.respond(&ns_request()).unwrap(),
+            br#"{"apiVersion":"v1","kind":"Namespace"}"#
+        );
+        let CallbackRequestType::KubernetesGetResource { .. } = &exchanges[1].request else {
+            panic!("second exchange is a get_resource");
+        };
+        assert_eq!(again.respond(&exchanges[1].request).unwrap_err(), "nope");
+        assert_eq!(again.leftovers(), 0);
     }
 
     #[test]

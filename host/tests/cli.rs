@@ -207,7 +207,7 @@ fn missing_files_are_named() {
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .starts_with("Error: Error opening request file /nonexistent/req.json;")
+            .starts_with("Error: cannot open request file /nonexistent/req.json: ")
     );
     let out = run(&["run", "-r", &data("pod-review.json"), "/nonexistent/policy.wasm"]);
     assert!(

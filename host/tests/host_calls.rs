@@ -197,6 +197,44 @@ fn unknown_bindings_namespaces_operations_and_other_capabilities_are_refused() {
 }
 
 #[test]
+fn the_host_capability_allow_list_gates_every_namespace_but_tracing() {
+    use injector_host::capabilities::HostCapabilities;
+    use injector_host::{
+        HostContext, LogSink,
+        lookup::{ClusterLookup, LookupSource, Lookups},
+    };
+    let engine = engine();
+    let policy = guest(&engine);
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(
+        state(CLUSTER),
+        injector_host::FaultPlan::new(),
+    )));
+    let only_lists = HostCapabilities::new(["kubernetes/list_resources_all", "oci/*"]).unwrap();
+    let host = std::sync::Arc::new(
+        HostContext::new("test", resources(ALL), lookups, LogSink::capture()).with_capabilities(only_lists),
+    );
+    let out = host_calls(
+        &policy,
+        &host,
+        json!([
+            get_resource("v1", "Namespace", "emojivoto", None, false),
+            {"binding": "kubewarden", "namespace": "kubernetes", "operation": "list_resources_all",
+             "payload": {"api_version": "v1", "kind": "Namespace", "label_selector": null,
+                         "field_selector": null, "field_masks": null}},
+            {"binding": "kubewarden", "namespace": "tracing", "operation": "log",
+             "payload": {"level": "info", "message": "still served"}},
+        ]),
+    );
+    assert_eq!(
+        out[0],
+        "err:Host error: Policy has not been granted access to the 'kubernetes/get_resource' host capability. The violation has been reported."
+    );
+    assert!(out[1].starts_with("ok:"), "{}", out[1]);
+    assert!(out[2].starts_with("ok"), "{}", out[2]);
+    assert_eq!(host.stats().made, 0, "a refused get_resource is not a lookup");
+}
+
+#[test]
 fn malformed_payloads_are_reported() {
     let engine = engine();
     let policy = guest(&engine);
