@@ -107,7 +107,7 @@ impl AdmissionResponse {
                 });
             }
             (Some(mutated), Some(object)) => {
-                let diff = json_patch::diff(object, mutated);
+                let diff = kwctl_diff(object, mutated);
                 if diff.0.is_empty() {
                     None
                 } else {
@@ -149,6 +149,18 @@ impl AdmissionResponse {
             .and_then(|s| s.message.as_deref())
             .unwrap_or("")
     }
+}
+
+/// `json_patch::diff` as policy-evaluator computes it. Its serde_json has no `preserve_order`, so
+/// every object is a `BTreeMap`: the diff walks keys sorted (the order of the operations) and the
+/// values it copies into `add`/`replace` serialise with sorted keys. This workspace enables
+/// `preserve_order` (insertion order), so both sides are re-sorted first to get kwctl's bytes.
+/// Arrays keep their element order; sorting keys does not change what the patch does.
+fn kwctl_diff(object: &Value, mutated: &Value) -> json_patch::Patch {
+    let (mut object, mut mutated) = (object.clone(), mutated.clone());
+    object.sort_all_objects();
+    mutated.sort_all_objects();
+    json_patch::diff(&object, &mutated)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -211,5 +223,43 @@ mod tests {
         assert!(!r.allowed);
         assert_eq!(r.message(), DELETE_MUTATION_MESSAGE);
         assert_eq!(r.status.unwrap().code, None);
+    }
+
+    #[test]
+    fn patch_walks_and_serialises_keys_sorted_like_kwctl() {
+        // insertion order (kept by `preserve_order`) deliberately differs from sorted order
+        let obj = json!({
+            "spec": {"containers": [{"name": "app"}]},
+            "metadata": {"labels": {"z": "1"}, "old-b": "x", "old-a": "x"}
+        });
+        let mutated = json!({
+            "spec": {
+                "containers": [{"name": "app"}],
+                "volumes": [{"name": "w", "emptyDir": {}}, {"name": "v"}]
+            },
+            "metadata": {"labels": {"z": "1", "b": "2"}, "annotations": {"y": "1", "x": "2"}}
+        });
+        let resp = ValidationResponse {
+            accepted: true,
+            mutated_object: Some(mutated.clone()),
+            ..Default::default()
+        };
+        let r = AdmissionResponse::from_validation_response("u", Some(&obj), &resp).unwrap();
+        let bytes = STANDARD.decode(r.patch.as_deref().unwrap()).unwrap();
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            concat!(
+                r#"[{"op":"add","path":"/metadata/annotations","value":{"x":"2","y":"1"}},"#,
+                r#"{"op":"add","path":"/metadata/labels/b","value":"2"},"#,
+                r#"{"op":"remove","path":"/metadata/old-a"},"#,
+                r#"{"op":"remove","path":"/metadata/old-b"},"#,
+                // array elements keep their order, only their objects' keys are sorted
+                r#"{"op":"add","path":"/spec/volumes","value":[{"emptyDir":{},"name":"w"},{"name":"v"}]}]"#
+            )
+        );
+        // the patch still yields the mutated object
+        let mut patched = obj.clone();
+        json_patch::patch(&mut patched, &r.decoded_patch().unwrap().unwrap()).unwrap();
+        assert_eq!(patched, mutated);
     }
 }
