@@ -65,15 +65,21 @@ fn covered(original: &Value, parsed: &Value) -> bool {
     }
 }
 
-/// Parses with the typed struct and checks nothing was dropped.
-fn typed<T: DeserializeOwned + serde::Serialize>(what: &str, v: &Value) -> T {
-    let t: T = serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
+/// Parses with the typed struct and checks nothing was dropped; the error says which of the two
+/// failed.
+fn try_typed<T: DeserializeOwned + serde::Serialize>(what: &str, v: &Value) -> Result<T, String> {
+    let t: T = serde_json::from_value(v.clone()).map_err(|e| format!("{what}: {e}"))?;
     let back = serde_json::to_value(&t).unwrap();
-    assert!(
-        covered(v, &back),
-        "{what}: a field was not understood:\n{v:#}\nparsed as\n{back:#}"
-    );
-    t
+    if !covered(v, &back) {
+        return Err(format!(
+            "{what}: a field was not understood:\n{v:#}\nparsed as\n{back:#}"
+        ));
+    }
+    Ok(t)
+}
+
+fn typed<T: DeserializeOwned + serde::Serialize>(what: &str, v: &Value) -> T {
+    try_typed(what, v).unwrap_or_else(|e| panic!("{e}"))
 }
 
 // === mirrors of types the SDK does not have (deny unknown fields, like the CRD schema) ===
@@ -170,9 +176,14 @@ enum Signature {
         key: String,
         annotations: Option<BTreeMap<String, String>>,
     },
+    /// policy-fetcher flattens its `Subject` enum into the entry: exactly one of the two keys.
     GenericIssuer {
         issuer: String,
-        subject: Value,
+        #[serde(rename = "subjectEqual", skip_serializing_if = "Option::is_none")]
+        subject_equal: Option<String>,
+        #[serde(rename = "subjectUrlPrefix", skip_serializing_if = "Option::is_none")]
+        subject_url_prefix: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
         annotations: Option<BTreeMap<String, String>>,
     },
     GithubAction {
@@ -583,6 +594,24 @@ fn verification_config_is_valid_and_names_this_project() {
             Signature::GithubAction { owner: o, repo: Some(r), .. } if o == owner && r == repo)),
         "signed by {owner}/{repo}'s workflow"
     );
+    for s in config.all_of.iter().flatten() {
+        if let Signature::GenericIssuer {
+            subject_equal,
+            subject_url_prefix,
+            ..
+        } = s
+        {
+            assert!(
+                subject_equal.is_some() != subject_url_prefix.is_some(),
+                "one subject per genericIssuer: {s:?}"
+            );
+            // policy-fetcher appends "/" to a prefix that lacks one, which would change it
+            assert!(
+                subject_url_prefix.as_ref().is_none_or(|p| p.ends_with('/')),
+                "{s:?}"
+            );
+        }
+    }
     assert!(config.any_of.is_none());
 }
 
@@ -737,8 +766,30 @@ fn settings_examples_inject_and_the_hardened_profile_restricts() {
 fn misspelt_fields_are_caught() {
     let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
         "metadata": {"name": "r"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verb": ["get"]}]});
-    assert!(std::panic::catch_unwind(|| typed::<Role>("role", &role)).is_err());
+    // k8s-openapi ignores the unknown `verb` and defaults `verbs` to []: only the coverage check
+    // sees the mistake
+    assert_eq!(
+        try_typed::<Role>("role", &role).unwrap_err(),
+        format!(
+            "role: a field was not understood:\n{role:#}\nparsed as\n{:#}",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "r"}, "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": []}]})
+        )
+    );
+    // a spec that is valid but for the misspelt key, so the error can only be about that key
     let cap = json!({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy",
-        "metadata": {"name": "p"}, "spec": {"module": "m", "mutating": true, "timeoutSecond": 3}});
-    assert!(serde_json::from_value::<ClusterAdmissionPolicy>(cap).is_err());
+        "metadata": {"name": "p"}, "spec": {"module": "m", "mutating": true, "timeoutSecond": 3,
+        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}]}});
+    let mut fixed = cap.clone();
+    let spec = fixed["spec"].as_object_mut().unwrap();
+    let timeout = spec.remove("timeoutSecond").unwrap();
+    spec.insert("timeoutSeconds".into(), timeout);
+    typed::<ClusterAdmissionPolicy>("fixed", &fixed);
+    assert_eq!(
+        try_typed::<ClusterAdmissionPolicy>("cap", &cap).unwrap_err(),
+        "cap: unknown field `timeoutSecond`, expected one of `backgroundAudit`, `failurePolicy`, \
+         `matchConditions`, `matchPolicy`, `mode`, `module`, `mutating`, `objectSelector`, \
+         `policyServer`, `rules`, `settings`, `sideEffects`, `timeoutSeconds`, \
+         `timeoutEvalSeconds`, `namespaceSelector`, `contextAwareResources`, `message`"
+    );
 }

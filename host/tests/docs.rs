@@ -1,0 +1,363 @@
+//! README.md and deploy/README.md against what ships: the rollout order they document against
+//! the manifests' `mode`, and every audit annotation they name against what the module (built
+//! `policy.wasm`, run through this engine) emits.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::*;
+use injector_host::callback::HostContext;
+use injector_host::engine::Policy;
+use injector_host::request::AdmissionRequest;
+use injector_host::rollout::{Rng, pod_create_request};
+use serde_json::{Value, json};
+
+fn root() -> PathBuf {
+    manifest_dir().join("..")
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn yaml(path: &str) -> Value {
+    serde_yaml::from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The text of the markdown section that starts with `heading` (up to the next heading of the
+/// same or a higher level).
+fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
+    let level = heading.chars().take_while(|&c| c == '#').count();
+    let start = doc
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("no section {heading:?}"))
+        + 1;
+    let body = &doc[start + heading.len()..];
+    let end = body
+        .match_indices("\n#")
+        .find(|(i, _)| {
+            let hashes = body[i + 1..].chars().take_while(|&c| c == '#').count();
+            hashes <= level && body[i + 1 + hashes..].starts_with(' ')
+        })
+        .map_or(body.len(), |(i, _)| i);
+    &doc[start..start + heading.len() + end]
+}
+
+/// Inline code spans (`...`) of a piece of markdown, fenced blocks left out.
+fn code_spans(text: &str) -> Vec<&str> {
+    let mut spans = Vec::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        let mut parts = line.split('`');
+        parts.next();
+        while let (Some(inside), Some(_)) = (parts.next(), parts.next()) {
+            spans.push(inside);
+        }
+    }
+    spans
+}
+
+// === rollout order ===
+
+const INJECTOR: &str = "linkerd-proxy-injector";
+const VERIFY: &str = "linkerd-proxy-verify";
+const APPLY: &str = "kubectl apply -f deploy/cluster-admission-policy.yaml -f deploy/verify-policy.yaml";
+const RETIRE_LINKERD: &str = "proxyInjector.namespaceSelector";
+
+fn to_protect(policy: &str) -> String {
+    format!(
+        "kubectl patch clusteradmissionpolicy {policy} --type=merge -p '{{\"spec\":{{\"mode\":\"protect\"}}}}'"
+    )
+}
+
+fn position(text: &str, needle: &str, what: &str) -> usize {
+    text.find(needle)
+        .unwrap_or_else(|| panic!("{what} does not contain {needle:?}"))
+}
+
+/// The numbered step of an ordered list that contains `needle`.
+fn step_with<'a>(text: &'a str, needle: &str) -> &'a str {
+    let at = position(text, needle, "the steps");
+    let start = text[..at]
+        .rmatch_indices('\n')
+        .find(|(i, _)| {
+            let line = &text[i + 1..];
+            line.split_once(". ")
+                .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        })
+        .map_or(0, |(i, _)| i + 1);
+    let end = text[at..]
+        .match_indices("\n\n")
+        .find(|(i, _)| {
+            let next = &text[at + i + 2..];
+            !next.starts_with(' ') && !next.starts_with('\n')
+        })
+        .map_or(text.len(), |(i, _)| at + i);
+    &text[start..end]
+}
+
+#[test]
+fn install_steps_start_in_monitor_and_retire_linkerd_last() {
+    let deploy_readme = read("deploy/README.md");
+    let install = section(&deploy_readme, "## Install");
+    // the step that applies the manifests says which mode they come in
+    let apply_step = step_with(install, APPLY);
+    let modes: Vec<&str> = code_spans(apply_step)
+        .into_iter()
+        .filter_map(|s| s.strip_prefix("mode: "))
+        .collect();
+    assert_eq!(modes, ["monitor"], "{apply_step}");
+    for file in [
+        "deploy/cluster-admission-policy.yaml",
+        "deploy/verify-policy.yaml",
+    ] {
+        assert_eq!(
+            yaml(file)["spec"]["mode"],
+            "monitor",
+            "{file}: the documented first mode"
+        );
+    }
+    // then protect, injector first, and Linkerd's injector off only after both
+    let apply = position(install, APPLY, "Install");
+    let injector = position(install, &to_protect(INJECTOR), "Install");
+    let verify = position(install, &to_protect(VERIFY), "Install");
+    let retire = position(install, RETIRE_LINKERD, "Install");
+    assert!(
+        apply < injector && injector < verify && verify < retire,
+        "{install}"
+    );
+
+    let readme = read("README.md");
+    let migrating = section(&readme, "### Migrating from Linkerd's injector");
+    let apply = position(migrating, "`mode: monitor`", "Migrating");
+    let injector = position(migrating, &to_protect(INJECTOR), "Migrating");
+    let verify = position(migrating, &to_protect(VERIFY), "Migrating");
+    let retire = position(migrating, RETIRE_LINKERD, "Migrating");
+    assert!(
+        apply < injector && injector < verify && verify < retire,
+        "{migrating}"
+    );
+}
+
+#[test]
+fn no_doc_switches_a_policy_back_to_monitor_or_retires_linkerd_first() {
+    for path in [
+        "README.md",
+        "deploy/README.md",
+        "deploy/cluster-admission-policy.yaml",
+        "deploy/verify-policy.yaml",
+    ] {
+        let text = read(path);
+        // the controller refuses protect -> monitor
+        assert!(!text.contains(r#"{"mode":"monitor"}"#), "{path}");
+        assert!(!text.contains("before enabling this policy"), "{path}");
+    }
+}
+
+// === audit annotations ===
+
+/// `key: value` code spans in every paragraph, list or table row of README.md and
+/// deploy/README.md that speaks of audit annotations, in order of appearance.
+fn documented_audit_annotations() -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for path in ["README.md", "deploy/README.md"] {
+        let text = read(path);
+        // a table row stands alone: a table's other rows speak of other things
+        let units = text.split("\n\n").flat_map(|p| {
+            if p.trim_start().starts_with('|') {
+                p.lines().collect()
+            } else {
+                vec![p]
+            }
+        });
+        for unit in units {
+            if !unit.to_lowercase().contains("audit annotation") {
+                continue;
+            }
+            for span in code_spans(unit) {
+                if let Some((key, value)) = span.split_once(": ")
+                    && !key.is_empty()
+                    && key.chars().all(|c| c.is_ascii_lowercase() || c == '-')
+                {
+                    found.push((key.to_string(), value.to_string()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// `value` against a documented value in which every `<...>` stands for any non-empty text.
+fn matches_documented(documented: &str, value: &str) -> bool {
+    fn go(pattern: &str, value: &str) -> bool {
+        match pattern.find('<') {
+            None => pattern == value,
+            Some(open) => {
+                let Some(close) = pattern[open..].find('>') else {
+                    return pattern == value;
+                };
+                let (literal, rest) = (&pattern[..open], &pattern[open + close + 1..]);
+                let Some(tail) = value.strip_prefix(literal) else {
+                    return false;
+                };
+                (1..=tail.len())
+                    .filter(|&n| tail.is_char_boundary(n))
+                    .any(|n| go(rest, &tail[n..]))
+            }
+        }
+    }
+    go(documented, value)
+}
+
+/// Whether the request was admitted, and its audit annotations.
+fn annotations(
+    policy: &Policy,
+    host: &Arc<HostContext>,
+    req: &AdmissionRequest,
+    s: Value,
+) -> (bool, BTreeMap<String, String>) {
+    let resp = policy.evaluate(host, req, &settings(s)).expect("evaluation");
+    (resp.allowed, resp.audit_annotations.unwrap_or_default())
+}
+
+/// What the module emits in both modes: an injected and a skipped pod (mutate), and an unmeshed,
+/// a meshed (the injector's own output) and an exempt pod (verify).
+fn emitted_audit_annotations() -> Vec<BTreeMap<String, String>> {
+    let engine = engine();
+    let policy = engine
+        .load_policy_file(&policy_wasm_path())
+        .expect("policy.wasm compiles");
+    let host = policy_host();
+    let rs = add_nginx_replica_set(&host);
+    host.lookups()
+        .insert_object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "plain"}}))
+        .unwrap();
+    let mutate = json!({});
+    let verify = json!({"policy": {"mode": "verify"}});
+
+    let unmeshed = pod_create_request(&rs, &mut Rng::new(7));
+    let mut plain = unmeshed.clone();
+    plain.namespace = Some("plain".into());
+    plain.object.as_mut().unwrap()["metadata"]["namespace"] = json!("plain");
+
+    let resp = policy
+        .evaluate(&host, &unmeshed, &settings(mutate.clone()))
+        .expect("evaluation");
+    let mut meshed = unmeshed.clone();
+    let object = meshed.object.as_mut().unwrap();
+    json_patch::patch(object, &resp.decoded_patch().unwrap().expect("a patch")).unwrap();
+    assert!(
+        object["spec"]["initContainers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "linkerd-proxy"),
+        "the injector's output runs the proxy"
+    );
+
+    let cases = [
+        ("injected (mutate)", &unmeshed, &mutate, true),
+        ("skipped (mutate)", &plain, &mutate, true),
+        ("unmeshed (verify)", &unmeshed, &verify, false),
+        ("meshed (verify)", &meshed, &verify, true),
+        ("exempt (verify)", &plain, &verify, true),
+    ];
+    cases
+        .into_iter()
+        .map(|(what, req, s, allowed)| {
+            let (was_allowed, a) = annotations(&policy, &host, req, s.clone());
+            assert_eq!(was_allowed, allowed, "{what}");
+            a
+        })
+        .collect()
+}
+
+fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+const ENABLE_ABSENT: &str =
+    "neither the namespace nor the pod have the annotation \"linkerd.io/inject:enabled\"";
+
+#[test]
+fn the_module_emits_these_audit_annotations() {
+    assert_eq!(
+        emitted_audit_annotations(),
+        [
+            map(&[
+                ("injection", "injected"),
+                ("owner", "deployment/nginx (owner lookup)")
+            ]),
+            map(&[("injection", &format!("skipped: {ENABLE_ABSENT}"))]),
+            map(&[("verify", "not meshed")]),
+            // a meshed pod is exempt like any pod that already has a proxy: no "meshed" value
+            map(&[("verify", "exempt: pod has a sidecar injected already")]),
+            map(&[("verify", &format!("exempt: {ENABLE_ABSENT}"))]),
+        ]
+    );
+}
+
+#[test]
+fn every_documented_audit_annotation_is_emitted() {
+    let documented = documented_audit_annotations();
+    let expected: Vec<(String, String)> = [
+        // README.md: owner resolution, "Why a pod has no proxy", troubleshooting
+        ("owner", "<kind>/<name> (<how>)"),
+        ("injection", "skipped: <reasons>"),
+        ("injection", "injected"),
+        ("injection", "injected"),
+        ("owner", "<kind>/<name> (<how>)"),
+        ("injection", "skipped: <reasons>"),
+        // deploy/README.md: the verify policy
+        ("verify", "not meshed"),
+        ("verify", "exempt: <reasons>"),
+        ("verify", "exempt: pod has a sidecar injected already"),
+        ("verify", &format!("exempt: {ENABLE_ABSENT}")),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let emitted = emitted_audit_annotations();
+    for (key, value) in &documented {
+        assert!(
+            emitted
+                .iter()
+                .flatten()
+                .any(|(k, v)| k == key && matches_documented(value, v)),
+            "the docs name `{key}: {value}`, which the module never emits: {emitted:#?}"
+        );
+    }
+    // and the extraction found exactly these, so a reworded paragraph cannot hide a claim
+    assert_eq!(documented, expected);
+}
+
+#[test]
+fn placeholders_stand_for_some_text() {
+    assert!(matches_documented(
+        "exempt: <reasons>",
+        "exempt: hostNetwork is enabled"
+    ));
+    assert!(!matches_documented("exempt: <reasons>", "exempt: "));
+    assert!(!matches_documented(
+        "meshed",
+        "exempt: pod has a sidecar injected already"
+    ));
+    assert!(matches_documented(
+        "<kind>/<name> (<how>)",
+        "deployment/nginx (owner lookup)"
+    ));
+    assert!(!matches_documented("<kind>/<name> (<how>)", "pod (owner lookup)"));
+}
