@@ -104,7 +104,8 @@ fn annotates_like_kwctl_and_the_engine_reads_it() {
             "executionMode",
             "policyType",
             "contextAwareResources",
-            "hostCapabilities"
+            "hostCapabilities",
+            "minimumKubewardenVersion"
         ]
     );
     assert_eq!(md["protocolVersion"], "v1", "asked from the module");
@@ -114,6 +115,7 @@ fn annotates_like_kwctl_and_the_engine_reads_it() {
     assert_eq!(md["executionMode"], "kubewarden-wapc");
     assert_eq!(md["policyType"], "kubernetes");
     assert_eq!(md["hostCapabilities"], yaml["hostCapabilities"]);
+    assert_eq!(md["minimumKubewardenVersion"], "1.35.0");
     let mut declared: Vec<Value> = yaml["contextAwareResources"].as_array().unwrap().clone();
     declared.sort_by_key(|v| (v["apiVersion"].to_string(), v["kind"].to_string()));
     assert_eq!(
@@ -139,6 +141,11 @@ fn annotates_like_kwctl_and_the_engine_reads_it() {
     assert_eq!(embedded.context_aware_resources, file.context_aware_resources);
     assert_eq!(embedded.mutating, Some(true));
     assert_eq!(embedded.protocol_version.as_deref(), Some("v1"));
+    assert_eq!(embedded.minimum_kubewarden_version.as_deref(), Some("1.35.0"));
+    assert_eq!(
+        file.minimum_kubewarden_version,
+        embedded.minimum_kubewarden_version
+    );
 
     // and the annotated module evaluates like the plain one, granted the embedded resources
     let data = manifest_dir().join("tests/data/e2e");
