@@ -4,7 +4,8 @@
 //! evaluation as policy-server does, calls `protocol_version`, `validate_settings` and `validate`,
 //! serves the `kubewarden/kubernetes/*` host capabilities from a file of Kubernetes objects (or
 //! from a kwctl replay session), and builds the AdmissionResponse exactly like policy-evaluator:
-//! JSON patch from `json_patch::diff(object, mutated_object)`, base64, `patchType: JSONPatch`.
+//! JSON patch from `json_patch::diff(object, mutated_object)` over key-sorted values (kwctl's
+//! serde_json keeps objects sorted, so its patch walks keys in order), base64, `patchType: JSONPatch`.
 //!
 //! Layout:
 //! * [`engine`]: wasmtime engine with epoch deadlines, compiled [`engine::Policy`], per-evaluation
