@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::error::Error as StdError;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -56,9 +56,60 @@ pub struct HostContext {
     pub policy_id: String,
     allow_list: BTreeSet<ContextAwareResource>,
     capabilities: HostCapabilities,
-    lookups: Lookups,
+    lookups: Arc<Lookups>,
+    handler: CallbackHandler,
     logs: LogSink,
     log_records: AtomicU64,
+}
+
+/// A lookup run on the callback thread, with its reply channel inside.
+type Job = Box<dyn FnOnce(&Lookups) + Send>;
+
+/// policy-evaluator's path for a host call, in shape: the wasm thread sends the request over a
+/// channel to the callback handler (a task there, a thread here), which answers from the cache
+/// and sends the serialised answer back over a one-shot channel while the wasm thread blocks.
+/// Lookups served on the wasm thread would cost a function call; in policy-server each costs
+/// two thread hand-offs, and this host prices them the same way.
+#[derive(Debug)]
+struct CallbackHandler {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl CallbackHandler {
+    /// Starts the handler thread; it ends when the [`HostContext`] (the sender) is dropped.
+    fn start(lookups: Arc<Lookups>) -> Self {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let spawned = std::thread::Builder::new()
+            .name("callback-handler".into())
+            .spawn(move || {
+                for job in queue {
+                    job(&lookups);
+                }
+            });
+        if let Err(e) = spawned {
+            // without a thread the channel has no receiver: every call then fails with a message
+            eprintln!("WARN cannot start the callback handler thread: {e}");
+        }
+        Self { jobs }
+    }
+
+    /// Runs `lookup` on the handler thread and waits for its answer.
+    fn call(
+        &self,
+        lookup: impl FnOnce(&Lookups) -> Result<Vec<u8>, String> + Send + 'static,
+    ) -> Result<Vec<u8>, String> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let job: Job = Box::new(move |lookups| {
+            // the waiting side may be gone (an interrupted guest): nothing to answer then
+            let _ = reply.send(lookup(lookups));
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| "Error sending request over callback channel: the handler has stopped".to_owned())?;
+        answer
+            .recv()
+            .map_err(|_| "callback handler: cannot receive the response".to_owned())?
+    }
 }
 
 type CallbackResult = Result<Vec<u8>, Box<dyn StdError + Send + Sync>>;
@@ -74,10 +125,12 @@ impl HostContext {
         lookups: Lookups,
         logs: LogSink,
     ) -> Self {
+        let lookups = Arc::new(lookups);
         Self {
             policy_id: policy_id.into(),
             allow_list,
             capabilities: HostCapabilities::AllowAll,
+            handler: CallbackHandler::start(Arc::clone(&lookups)),
             lookups,
             logs,
             log_records: AtomicU64::new(0),
@@ -173,21 +226,25 @@ impl HostContext {
                 "get_resource" => {
                     let req: GetResourceRequest = parse(payload)?;
                     self.check_access(&req.api_version, &req.kind)?;
-                    self.lookups.get_resource(&req).map_err(failure)
+                    self.handler.call(move |l| l.get_resource(&req)).map_err(failure)
                 }
                 "list_resources_by_namespace" => {
                     let req: ListResourcesByNamespaceRequest = parse(payload)?;
                     self.check_access(&req.api_version, &req.kind)?;
-                    self.lookups.list_resources_by_namespace(&req).map_err(failure)
+                    self.handler
+                        .call(move |l| l.list_resources_by_namespace(&req))
+                        .map_err(failure)
                 }
                 "list_resources_all" => {
                     let req: ListAllResourcesRequest = parse(payload)?;
                     self.check_access(&req.api_version, &req.kind)?;
-                    self.lookups.list_resources_all(&req).map_err(failure)
+                    self.handler
+                        .call(move |l| l.list_resources_all(&req))
+                        .map_err(failure)
                 }
                 "can_i" => {
                     let req: CanIRequest = parse(payload)?;
-                    self.lookups.can_i(&req).map_err(failure)
+                    self.handler.call(move |l| l.can_i(&req)).map_err(failure)
                 }
                 _ => Err(format!("unknown operation: {operation}").into()),
             },
@@ -233,4 +290,27 @@ pub fn format_log(policy_id: &str, record: &Value) -> String {
         }
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookups_run_on_the_callback_thread_and_answers_come_back() {
+        let handler = CallbackHandler::start(Arc::new(Lookups::empty()));
+        let here = std::thread::current().id();
+        let (tx, rx) = mpsc::channel();
+        let answer = handler.call(move |_| {
+            tx.send(std::thread::current().id()).unwrap();
+            Ok(std::thread::current()
+                .name()
+                .unwrap_or_default()
+                .as_bytes()
+                .to_vec())
+        });
+        assert_eq!(answer.unwrap(), b"callback-handler");
+        assert_ne!(rx.recv().unwrap(), here, "not the calling (wasm) thread");
+        assert_eq!(handler.call(|_| Err("boom".into())).unwrap_err(), "boom");
+    }
 }

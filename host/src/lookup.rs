@@ -122,37 +122,24 @@ impl LookupStats {
     }
 }
 
-/// The field masks of a `get_resource` call (`None`: the whole object).
-type Masks = Option<BTreeSet<String>>;
-
-/// A cached object and its serialised answers, one per set of field masks: a cache hit is then
-/// a byte copy instead of a deep clone, masking and serialising per lookup. A policy asks with
-/// one or two mask sets, so they are searched in a list rather than hashed (a hash-map key would
-/// need an owned copy of the masks on every hit).
+/// A cached object. Every answer is built afresh, as policy-server builds it: the cached object
+/// is deep-cloned, pruned by the call's field masks and serialised on every call, hit or miss.
+/// (Keeping serialised answers would make a hit a byte copy, and this host would then
+/// under-price the host calls that dominate the module's cost in policy-server.)
 #[derive(Debug)]
 struct CachedObject {
     object: Value,
-    answers: Mutex<Vec<(Masks, Vec<u8>)>>,
 }
 
 impl CachedObject {
     fn new(object: Value) -> Self {
-        Self {
-            object,
-            answers: Mutex::new(Vec::new()),
-        }
+        Self { object }
     }
 
     fn answer(&self, masks: Option<&BTreeSet<String>>) -> Result<Vec<u8>, String> {
-        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, bytes)) = answers.iter().find(|(m, _)| m.as_ref() == masks) {
-            return Ok(bytes.clone());
-        }
         let mut obj = self.object.clone();
         field_mask::apply_to_object(&mut obj, masks);
-        let bytes = serde_json::to_vec(&obj).map_err(|e| e.to_string())?;
-        answers.push((masks.cloned(), bytes.clone()));
-        Ok(bytes)
+        serde_json::to_vec(&obj).map_err(|e| e.to_string())
     }
 }
 
