@@ -359,7 +359,7 @@ fn admit_template(
         Err(e) => return Outcome::rejected(e.to_string()).into(),
     };
     let (owner, resolution) = if path.is_empty() {
-        let r = owner::resolve(meta, ns, cluster);
+        let r = owner::resolve(meta, ns, settings.policy.owner_resolution, cluster);
         (r.owner, r.resolution)
     } else {
         let name = req

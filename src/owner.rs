@@ -3,9 +3,12 @@
 //! Follows Linkerd's `GetOwnerKindAndName` (one ownerReference; ReplicaSet → its Deployment,
 //! Job → its CronJob) but never fails the admission: a cached lookup, then one uncached lookup
 //! after an error (never after "not found"), then the `pod-template-hash` naming rule, then
-//! Linkerd's own fallback. Which path was taken is reported.
+//! Linkerd's own fallback. With `policy.ownerResolution: templateHash` (the default) a
+//! Deployment's pod is resolved by the naming rule first, without a lookup. Which path was
+//! taken is reported.
 
 use crate::cluster::{Cluster, Lookup, LookupError};
+use crate::settings::OwnerResolution;
 use serde_json::Value;
 
 /// Owner kinds that get a `linkerd.io/proxy-<kind>` label.
@@ -51,6 +54,9 @@ impl Owner {
 pub enum Resolution {
     /// Read from the pod itself (bare pod, or an owner kind that needs no lookup).
     Direct,
+    /// `policy.ownerResolution: templateHash`: the ReplicaSet is named
+    /// `<deployment>-<pod-template-hash>`, so no lookup was made.
+    TemplateHashRule,
     /// The intermediate owner was read through the engine's cache.
     Cached,
     /// The cached lookup failed; a second, uncached lookup succeeded.
@@ -70,6 +76,7 @@ impl Resolution {
     pub fn describe(&self) -> String {
         match self {
             Self::Direct => "from the pod's ownerReferences".into(),
+            Self::TemplateHashRule => "pod-template-hash naming rule".into(),
             Self::Cached => "owner lookup".into(),
             Self::Uncached { first_error } => format!("uncached owner lookup after: {first_error}"),
             Self::TemplateHash { error } => format!("pod-template-hash naming rule after: {error}"),
@@ -85,7 +92,7 @@ pub struct Resolved {
 }
 
 /// Resolves the owner of the pod described by `meta` (its `metadata`) in `namespace`.
-pub fn resolve(meta: &Value, namespace: &str, cluster: &dyn Cluster) -> Resolved {
+pub fn resolve(meta: &Value, namespace: &str, how: OwnerResolution, cluster: &dyn Cluster) -> Resolved {
     let pod_name = meta.get("name").and_then(Value::as_str).unwrap_or("");
     let direct = |kind: &str, name: &str| Resolved {
         owner: Owner::new(kind, name),
@@ -102,19 +109,14 @@ pub fn resolve(meta: &Value, namespace: &str, cluster: &dyn Cluster) -> Resolved
     let kind = only.get("kind").and_then(Value::as_str).unwrap_or("");
     let name = only.get("name").and_then(Value::as_str).unwrap_or("");
     match kind {
-        "ReplicaSet" => via_lookup(("apps/v1", "ReplicaSet"), name, namespace, cluster, |parent| {
-            RS_PARENTS.contains(&parent.kind.as_str())
-        })
-        .unwrap_or_else(|error| match deployment_by_hash(meta, name) {
-            Some(deploy) => Resolved {
+        // The rule first saves a host call; where it does not apply, the path is `lookup`'s.
+        "ReplicaSet" => match (how, deployment_by_hash(meta, name)) {
+            (OwnerResolution::TemplateHash, Some(deploy)) => Resolved {
                 owner: deploy,
-                resolution: Resolution::TemplateHash { error },
+                resolution: Resolution::TemplateHashRule,
             },
-            None => Resolved {
-                owner: Owner::new("replicaset", name),
-                resolution: Resolution::Fallback { error },
-            },
-        }),
+            _ => replica_set_by_lookup(meta, name, namespace, cluster),
+        },
         "Job" => {
             via_lookup(("batch/v1", "Job"), name, namespace, cluster, |_| true).unwrap_or_else(|error| {
                 Resolved {
@@ -125,6 +127,24 @@ pub fn resolve(meta: &Value, namespace: &str, cluster: &dyn Cluster) -> Resolved
         }
         _ => direct(kind, name),
     }
+}
+
+/// Linkerd's path: the ReplicaSet's own owner, when one of the accepted kinds; after failed
+/// lookups the naming rule, then the ReplicaSet itself.
+fn replica_set_by_lookup(meta: &Value, name: &str, namespace: &str, cluster: &dyn Cluster) -> Resolved {
+    via_lookup(("apps/v1", "ReplicaSet"), name, namespace, cluster, |parent| {
+        RS_PARENTS.contains(&parent.kind.as_str())
+    })
+    .unwrap_or_else(|error| match deployment_by_hash(meta, name) {
+        Some(deploy) => Resolved {
+            owner: deploy,
+            resolution: Resolution::TemplateHash { error },
+        },
+        None => Resolved {
+            owner: Owner::new("replicaset", name),
+            resolution: Resolution::Fallback { error },
+        },
+    })
 }
 
 /// Looks the intermediate owner up (cached, then once uncached after an error) and takes its
@@ -168,6 +188,7 @@ fn single_owner(object: &Value) -> Option<Owner> {
 
 /// A Deployment's ReplicaSet is named `<deployment>-<pod-template-hash>`, and its pods carry the
 /// `pod-template-hash` label: when both agree the Deployment name is known without a lookup.
+/// Argo Rollouts label `rollouts-pod-template-hash` instead, so their pods never match here.
 fn deployment_by_hash(meta: &Value, rs_name: &str) -> Option<Owner> {
     let hash = meta.pointer("/labels/pod-template-hash")?.as_str()?;
     let deploy = rs_name.strip_suffix(hash)?.strip_suffix('-')?;

@@ -1,7 +1,9 @@
-//! Owner resolution: every path, including lookup errors, with the lookups it makes.
+//! Owner resolution: every path, including lookup errors, with the lookups it makes, under
+//! both `policy.ownerResolution` values.
 
 use linkerd_injector_policy::cluster::{LookupError, MemoryCluster};
 use linkerd_injector_policy::owner::{Owner, Resolution, resolve};
+use linkerd_injector_policy::settings::OwnerResolution::{self, Lookup, TemplateHash};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -58,7 +60,7 @@ fn resolves_through_lookups(
     #[case] lookups: usize,
 ) {
     let cluster = MemoryCluster::new(objects);
-    let got = resolve(&meta, "shop", &cluster);
+    let got = resolve(&meta, "shop", Lookup, &cluster);
     assert_eq!(got.owner, expected);
     assert!(!got.resolution.is_fallback());
     assert_eq!(cluster.lookups().len(), lookups);
@@ -79,7 +81,7 @@ fn two_owner_references_mean_the_pod_itself() {
         .unwrap()
         .push(json!({"kind": "Job", "name": "b"}));
     let cluster = MemoryCluster::new(vec![]);
-    assert_eq!(resolve(&meta, "shop", &cluster).owner, owner("pod", "p"));
+    assert_eq!(resolve(&meta, "shop", Lookup, &cluster).owner, owner("pod", "p"));
     assert!(cluster.lookups().is_empty());
 }
 
@@ -90,6 +92,7 @@ fn error_then_uncached_lookup_succeeds() {
     let got = resolve(
         &pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", None),
         "shop",
+        Lookup,
         &cluster,
     );
     assert_eq!(got.owner, owner("deployment", "web"));
@@ -106,6 +109,7 @@ fn two_errors_fall_back_to_the_template_hash_rule() {
     let got = resolve(
         &pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", Some("7d9c6b5f4")),
         "shop",
+        Lookup,
         &cluster,
     );
     assert_eq!(got.owner, owner("deployment", "web"));
@@ -119,6 +123,7 @@ fn not_found_is_not_retried() {
     let got = resolve(
         &pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", Some("7d9c6b5f4")),
         "shop",
+        Lookup,
         &cluster,
     );
     assert_eq!(got.owner, owner("deployment", "web"));
@@ -139,6 +144,7 @@ fn hash_mismatch_falls_back_to_linkerds_replicaset_label() {
     let got = resolve(
         &pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", Some("other")),
         "shop",
+        Lookup,
         &cluster,
     );
     assert_eq!(got.owner, owner("replicaset", "web-7d9c6b5f4"));
@@ -151,7 +157,12 @@ fn failed_job_lookup_keeps_the_job() {
     let cluster = MemoryCluster::new(vec![])
         .fail("Job", err.clone())
         .fail("Job", err.clone());
-    let got = resolve(&pod_meta(Some("Job"), "backup-2901", None), "shop", &cluster);
+    let got = resolve(
+        &pod_meta(Some("Job"), "backup-2901", None),
+        "shop",
+        Lookup,
+        &cluster,
+    );
     assert_eq!(got.owner, owner("job", "backup-2901"));
     assert_eq!(got.resolution, Resolution::Fallback { error: err });
 }
@@ -168,4 +179,127 @@ fn failed_job_lookup_keeps_the_job() {
 #[case::custom_has_no_label("rollout", None)]
 fn owner_labels(#[case] kind: &str, #[case] key: Option<&str>) {
     assert_eq!(owner(kind, "x").label().map(|(k, _)| k), key.map(String::from));
+}
+
+// ---------------------------------------------------------------------------------------------
+// `policy.ownerResolution`
+
+fn labelled(mut meta: Value, key: &str, value: &str) -> Value {
+    meta["labels"][key] = json!(value);
+    meta
+}
+
+fn web_rs() -> Value {
+    object("ReplicaSet", "web-7d9c6b5f4", Some(("Deployment", "web")))
+}
+
+#[test]
+fn template_hash_names_the_deployment_without_a_lookup() {
+    let cluster = MemoryCluster::new(vec![web_rs()]);
+    let meta = pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", Some("7d9c6b5f4"));
+    let got = resolve(&meta, "shop", TemplateHash, &cluster);
+    assert_eq!(got.owner, owner("deployment", "web"));
+    assert_eq!(got.resolution, Resolution::TemplateHashRule);
+    assert!(
+        !got.resolution.is_fallback(),
+        "no warning: the rule is not a fallback"
+    );
+    assert_eq!(got.resolution.describe(), "pod-template-hash naming rule");
+    assert_eq!(cluster.lookups(), vec![]);
+}
+
+#[test]
+fn template_hash_is_the_default() {
+    assert_eq!(OwnerResolution::default(), TemplateHash);
+}
+
+/// Pods the naming rule does not apply to: under `templateHash` they are looked up, with the
+/// same lookups and the same answer as under `lookup`.
+#[rstest]
+#[case::argo_rollout(
+    labelled(pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", None), "rollouts-pod-template-hash", "7d9c6b5f4"),
+    vec![object("ReplicaSet", "web-7d9c6b5f4", Some(("Rollout", "web")))], owner("replicaset", "web-7d9c6b5f4"))]
+#[case::bare_replicaset_pods_lack_the_label(pod_meta(Some("ReplicaSet"), "web", None),
+    vec![object("ReplicaSet", "web", None)], owner("replicaset", "web"))]
+#[case::name_does_not_end_in_the_hash(pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", Some("5f4d9c6b7")),
+    vec![web_rs()], owner("deployment", "web"))]
+#[case::name_is_only_the_hash(pod_meta(Some("ReplicaSet"), "7d9c6b5f4", Some("7d9c6b5f4")),
+    vec![object("ReplicaSet", "7d9c6b5f4", None)], owner("replicaset", "7d9c6b5f4"))]
+#[case::no_dash_before_the_hash(pod_meta(Some("ReplicaSet"), "web7d9c6b5f4", Some("7d9c6b5f4")),
+    vec![object("ReplicaSet", "web7d9c6b5f4", None)], owner("replicaset", "web7d9c6b5f4"))]
+#[case::empty_hash_label(pod_meta(Some("ReplicaSet"), "web-", Some("")),
+    vec![object("ReplicaSet", "web-", None)], owner("replicaset", "web-"))]
+#[case::job_of_cronjob(pod_meta(Some("Job"), "backup-2901", Some("2901")),
+    vec![object("Job", "backup-2901", Some(("CronJob", "backup")))], owner("cronjob", "backup"))]
+fn template_hash_falls_back_to_the_lookup_exactly(
+    #[case] meta: Value,
+    #[case] objects: Vec<Value>,
+    #[case] expected: Owner,
+) {
+    let scenarios: [(&str, Vec<LookupError>); 4] = [
+        ("found", vec![]),
+        ("error then found", vec![failed()]),
+        ("two errors", vec![failed(), failed()]),
+        ("not found", vec![LookupError::NotFound("x".into())]),
+    ];
+    for (what, failures) in scenarios {
+        let run = |how| {
+            let mut cluster = MemoryCluster::new(objects.clone());
+            for f in &failures {
+                let kind = if meta["ownerReferences"][0]["kind"] == "Job" {
+                    "Job"
+                } else {
+                    "ReplicaSet"
+                };
+                cluster = cluster.fail(kind, f.clone());
+            }
+            let got = resolve(&meta, "shop", how, &cluster);
+            (got, cluster.lookups())
+        };
+        let (by_hash, by_lookup) = (run(TemplateHash), run(Lookup));
+        assert_eq!(by_hash, by_lookup, "{what}");
+        assert!(!by_hash.1.is_empty(), "{what}: the rule must not apply");
+        if failures.is_empty() {
+            assert_eq!(by_hash.0.owner, expected, "{what}");
+            assert_eq!(by_hash.0.resolution, Resolution::Cached, "{what}");
+        }
+    }
+}
+
+/// The one case where the two settings answer differently: a ReplicaSet with a Deployment's
+/// name and hash that the Deployment does not own (`kubectl delete --cascade=orphan`, or made by
+/// hand). Linkerd (and `lookup`) label the pod with the ReplicaSet; `templateHash` with the
+/// Deployment it was named after.
+#[rstest]
+#[case::orphaned(object("ReplicaSet", "web-7d9c6b5f4", None))]
+#[case::owned_by_something_else(object("ReplicaSet", "web-7d9c6b5f4", Some(("Rollout", "web"))))]
+fn orphaned_replicaset_is_where_the_settings_differ(#[case] rs: Value) {
+    let meta = pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", Some("7d9c6b5f4"));
+    let cluster = MemoryCluster::new(vec![rs.clone()]);
+    let got = resolve(&meta, "shop", Lookup, &cluster);
+    assert_eq!(
+        (got.owner, got.resolution),
+        (owner("replicaset", "web-7d9c6b5f4"), Resolution::Cached)
+    );
+    assert_eq!(cluster.lookups().len(), 1);
+
+    let cluster = MemoryCluster::new(vec![rs]);
+    let got = resolve(&meta, "shop", TemplateHash, &cluster);
+    assert_eq!(
+        (got.owner, got.resolution),
+        (owner("deployment", "web"), Resolution::TemplateHashRule)
+    );
+    assert_eq!(cluster.lookups().len(), 0);
+}
+
+/// Lookup failures cannot reach a pod the rule resolves: no lookup is made.
+#[test]
+fn template_hash_pod_is_immune_to_owner_lookup_faults() {
+    let cluster = MemoryCluster::new(vec![])
+        .fail("ReplicaSet", failed())
+        .fail("ReplicaSet", failed());
+    let meta = pod_meta(Some("ReplicaSet"), "web-7d9c6b5f4", Some("7d9c6b5f4"));
+    let got = resolve(&meta, "shop", TemplateHash, &cluster);
+    assert_eq!(got.resolution, Resolution::TemplateHashRule);
+    assert_eq!(cluster.lookups(), vec![]);
 }

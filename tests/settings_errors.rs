@@ -1,7 +1,7 @@
 //! Settings: defaults are the chart's, pasted values are accepted, every invalid value is
 //! rejected with a message naming its key path and the accepted form.
 
-use linkerd_injector_policy::settings::{LookupFailure, Settings, TrustAnchorsSource};
+use linkerd_injector_policy::settings::{LookupFailure, OwnerResolution, Settings, TrustAnchorsSource};
 use linkerd_injector_policy::wire;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -24,6 +24,7 @@ fn empty_and_null_settings_are_the_chart_defaults() {
     assert_eq!(s.policy.control_plane_namespace, "linkerd");
     assert_eq!(s.policy.trust_anchors, TrustAnchorsSource::Auto);
     assert_eq!(s.policy.namespace_lookup_failure, LookupFailure::Reject);
+    assert_eq!(s.policy.owner_resolution, OwnerResolution::TemplateHash);
     assert!(s.policy.created_by.starts_with("linkerd-injector-policy "));
 }
 
@@ -84,9 +85,20 @@ fn numbers_are_accepted_where_helm_allows_them() {
 #[case::bad_trust_source(json!({"policy": {"trustAnchors": "secret"}}), "settings.policy.trustAnchors: unknown variant `secret`, expected one of `auto`, `inline`, `configMap`")]
 #[case::inline_without_pem(json!({"policy": {"trustAnchors": "inline"}}), "settings.identityTrustAnchorsPEM: must be set when policy.trustAnchors is \"inline\"")]
 #[case::bad_lookup_failure(json!({"policy": {"namespaceLookupFailure": "ignore"}}), "settings.policy.namespaceLookupFailure: unknown variant `ignore`, expected `reject` or `skip`")]
+#[case::bad_owner_resolution(json!({"policy": {"ownerResolution": "informer"}}), "settings.policy.ownerResolution: unknown variant `informer`, expected `templateHash` or `lookup`")]
+#[case::owner_resolution_is_camel_case(json!({"policy": {"ownerResolution": "template-hash"}}), "settings.policy.ownerResolution: unknown variant `template-hash`, expected `templateHash` or `lookup`")]
+#[case::owner_resolution_not_a_string(json!({"policy": {"ownerResolution": true}}), "settings.policy.ownerResolution: invalid type: boolean `true`")]
 fn invalid_settings_name_their_key(#[case] settings: Value, #[case] expected: &str) {
     let msg = error_of(settings);
     assert!(msg.starts_with(expected), "got: {msg}\nwant prefix: {expected}");
+}
+
+#[rstest]
+#[case::template_hash("templateHash", OwnerResolution::TemplateHash)]
+#[case::lookup("lookup", OwnerResolution::Lookup)]
+fn owner_resolution_values(#[case] value: &str, #[case] expected: OwnerResolution) {
+    let s = Settings::from_value(json!({"policy": {"ownerResolution": value}})).unwrap();
+    assert_eq!(s.policy.owner_resolution, expected);
 }
 
 #[test]

@@ -299,7 +299,8 @@ fn the_module_emits_these_audit_annotations() {
         [
             map(&[
                 ("injection", "injected"),
-                ("owner", "deployment/nginx (owner lookup)")
+                // the rollout's pods carry pod-template-hash: no ReplicaSet lookup by default
+                ("owner", "deployment/nginx (pod-template-hash naming rule)")
             ]),
             map(&[("injection", &format!("skipped: {ENABLE_ABSENT}"))]),
             map(&[("verify", "not meshed")]),

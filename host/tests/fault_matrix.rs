@@ -1,7 +1,9 @@
 //! Every looked-up kind (Namespace, ReplicaSet, Job, ConfigMap) under every fault (error, not
 //! found, slow answer, malformed answer), through the compiled module: the outcome DESIGN.md's
 //! failure rules promise. Namespace and trust-root failures reject (transient); owner failures
-//! never do (fallback owner); a slow answer changes nothing.
+//! never do (fallback owner); a slow answer changes nothing. Under both `policy.ownerResolution`
+//! values: `lookup` reaches the ReplicaSet (and its faults), the default `templateHash` resolves
+//! this Deployment pod by its name and makes no ReplicaSet lookup at all.
 
 mod common;
 mod policy_support;
@@ -106,6 +108,7 @@ fn every_lookup_under_every_fault(
     #[case] fault: &str,
     #[case] owner_kind: &str,
     #[case] expected: Outcome,
+    #[values("templateHash", "lookup")] owner_resolution: &str,
 ) {
     let host = cluster_host(cluster(CONTEXT), faults(&[&format!("{kind}={fault}")]));
     let owner = if owner_kind == "Job" {
@@ -119,9 +122,22 @@ fn every_lookup_under_every_fault(
     let response = evaluate(
         &host,
         &request,
-        &settings(json!({"policy": {"trustAnchors": "configMap"}})),
+        &settings(json!({"policy": {"trustAnchors": "configMap", "ownerResolution": owner_resolution}})),
     );
     let text = serde_json::to_string(&response).unwrap();
+    let rs_lookups = host
+        .stats()
+        .by_resource
+        .get("apps/v1/ReplicaSet")
+        .map_or(0, |s| s.made + s.cached);
+    // the owner is resolved last: only an injected ReplicaSet pod under `lookup` asks for it
+    let asks_for_rs =
+        matches!(expected, Injected(..)) && owner_kind == "ReplicaSet" && owner_resolution == "lookup";
+    assert_eq!(
+        rs_lookups > 0,
+        asks_for_rs,
+        "{kind}={fault} {owner_resolution}: {rs_lookups} RS lookups"
+    );
     match expected {
         Injected(key, value) => {
             assert!(response.allowed, "{kind}={fault}: {text}");

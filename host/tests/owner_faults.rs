@@ -3,6 +3,8 @@
 //! warning and `owner` audit annotation the policy returns, and the lookups it makes (a not-found
 //! is final: 1 lookup; an error is retried once with `disable_cache`). Also the Namespace lookup
 //! failure, the trust roots read from the ConfigMap, and invalid settings (library and CLI).
+//! The ReplicaSet paths run with `policy.ownerResolution: lookup` (Linkerd's behaviour); the
+//! default `templateHash` resolves a Deployment's pod without the lookup, faults or not.
 
 mod common;
 mod policy_support;
@@ -73,8 +75,14 @@ kind: Namespace
 metadata: {name: linkerd}
 "#;
 
-/// The inline trust anchors used wherever the ConfigMap is not the point.
+/// The inline trust anchors used wherever the ConfigMap is not the point, and the ReplicaSet
+/// lookup these tests are about (the default would resolve `rs_pod(RS, HASH)` by its name).
 fn inline_settings() -> Value {
+    json!({"identityTrustAnchorsPEM": BUNDLE, "policy": {"ownerResolution": "lookup"}})
+}
+
+/// The same trust anchors with the default `policy.ownerResolution` (`templateHash`).
+fn default_resolution_settings() -> Value {
     json!({"identityTrustAnchorsPEM": BUNDLE})
 }
 
@@ -388,6 +396,59 @@ fn hash_label_mismatch_falls_back_to_the_replicaset() {
     assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 2));
 }
 
+#[test]
+fn template_hash_default_resolves_without_the_replicaset_lookup() {
+    // faults on every ReplicaSet lookup cannot matter: none is made
+    for fault in [&[][..], &["ReplicaSet=error"][..], &["ReplicaSet=notfound"][..]] {
+        let host = cluster_host(context(), faults(fault));
+        let (resp, pod) = admit(&host, &rs_pod(RS, HASH), default_resolution_settings());
+        assert_injected(
+            &resp,
+            &pod,
+            &Expect {
+                label: Some(("linkerd.io/proxy-deployment", "web")),
+                audit_owner: "deployment/web (pod-template-hash naming rule)".into(),
+                warnings: vec![],
+            },
+        );
+        assert_eq!(stats(&host, RS_KEY), rs_stats(0, 0, 0), "{fault:?}");
+        assert_eq!(stats(&host, NS_KEY), rs_stats(1, 0, 0), "{fault:?}");
+    }
+}
+
+#[test]
+fn template_hash_default_looks_up_when_the_name_does_not_end_in_the_hash() {
+    // the same faults, the same answers and the same lookups as with `ownerResolution: lookup`
+    let host = cluster_host(context(), faults(&["ReplicaSet=error"]));
+    let (resp, pod) = admit(&host, &rs_pod(RS, "0000000000"), default_resolution_settings());
+    let error = rs_fault();
+    assert_injected(
+        &resp,
+        &pod,
+        &Expect {
+            label: Some(("linkerd.io/proxy-replicaset", RS)),
+            audit_owner: format!("replicaset/{RS} (fallback to the direct owner after: {error})"),
+            warnings: vec![format!(
+                "owner of this pod resolved by fallback to the direct owner after: {error}: labelled linkerd.io/proxy-replicaset={RS}"
+            )],
+        },
+    );
+    assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 2));
+
+    let host = cluster_host(context(), faults(&["ReplicaSet=fail-first:1"]));
+    let (resp, pod) = admit(&host, &rs_pod(RS, "0000000000"), default_resolution_settings());
+    assert_injected(
+        &resp,
+        &pod,
+        &Expect {
+            label: Some(("linkerd.io/proxy-deployment", "web")),
+            audit_owner: format!("deployment/web (uncached owner lookup after: {})", rs_fault()),
+            warnings: vec![],
+        },
+    );
+    assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 1));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Job owners
 
@@ -603,10 +664,12 @@ fn trust_roots_come_from_the_configmap_without_inline_pem() {
         &pod,
         &Expect {
             label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: "deployment/web (owner lookup)".into(),
+            // default settings: the owner by the pod-template-hash naming rule, no RS lookup
+            audit_owner: "deployment/web (pod-template-hash naming rule)".into(),
             warnings: vec![],
         },
     );
+    assert_eq!(stats(&host, RS_KEY), rs_stats(0, 0, 0));
     assert_eq!(
         pod.pointer("/metadata/annotations/linkerd.io~1trust-root-sha256"),
         Some(&json!(BUNDLE_SHA256))

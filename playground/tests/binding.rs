@@ -282,11 +282,25 @@ fn host_network_pod_is_skipped_with_linkerds_reason() {
 }
 
 #[test]
-fn replicaset_pod_takes_the_fallback_with_a_note() {
+fn replicaset_pod_is_named_by_its_template_hash() {
     let example = examples().into_iter().find(|e| e.id == "replicaset-pod").unwrap();
+    // the default `policy.ownerResolution: templateHash` needs no lookup: no fallback, no note
     let out = preview(example.manifest, example.namespace, example.settings);
     let pod = &out.objects[0];
     assert_eq!(pod.verdict, "injected");
+    assert_eq!(pod.owner.as_deref(), Some("deployment/web"));
+    assert!(pod.warnings.is_empty(), "{:?}", pod.warnings);
+    assert!(
+        !out.notes.iter().any(|n| n.contains("ReplicaSet")),
+        "{:?}",
+        out.notes
+    );
+
+    // `lookup` (Linkerd's way) asks for the ReplicaSet, which is not here: the fallback, noted
+    let mut settings: Value = serde_yaml::from_str(example.settings).unwrap();
+    settings["policy"]["ownerResolution"] = json!("lookup");
+    let out = preview(example.manifest, example.namespace, &settings.to_string());
+    let pod = &out.objects[0];
     assert_eq!(pod.owner.as_deref(), Some("deployment/web"));
     assert!(
         pod.warnings.iter().any(|w| w.contains("pod-template-hash")),

@@ -9,7 +9,7 @@ mod validate;
 pub use validate::INBOUND_POLICIES;
 mod values;
 
-pub use policy::{LookupFailure, Mode, PolicyOptions, TrustAnchorsSource};
+pub use policy::{LookupFailure, Mode, OwnerResolution, PolicyOptions, TrustAnchorsSource};
 pub use values::*;
 
 use serde_json::Value;

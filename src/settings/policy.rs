@@ -27,6 +27,20 @@ pub enum LookupFailure {
     Skip,
 }
 
+/// How the owner of a ReplicaSet's pod is found.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum OwnerResolution {
+    /// A pod labelled `pod-template-hash: <h>` whose ReplicaSet is named `<d>-<h>` belongs to
+    /// Deployment `<d>`, without a host call (each costs ~0.1 ms in policy-server); other pods
+    /// are looked up. Differs from Linkerd only for a ReplicaSet that has a Deployment's name
+    /// and hash but not that Deployment as its owner (orphaned or hand-made).
+    #[default]
+    TemplateHash,
+    /// Always look the ReplicaSet up, as Linkerd does.
+    Lookup,
+}
+
 /// What the module does with a pod.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -50,6 +64,7 @@ pub struct PolicyOptions {
     /// Name of the ConfigMap holding `ca-bundle.crt` in the control-plane namespace.
     pub trust_anchors_config_map: String,
     pub namespace_lookup_failure: LookupFailure,
+    pub owner_resolution: OwnerResolution,
     /// Registry/repository prefixes the proxy, init, validator and debug images must start
     /// with; empty allows any image.
     pub allowed_images: Vec<String>,
@@ -71,6 +86,7 @@ impl Default for PolicyOptions {
             trust_anchors: TrustAnchorsSource::Auto,
             trust_anchors_config_map: "linkerd-identity-trust-roots".into(),
             namespace_lookup_failure: LookupFailure::Reject,
+            owner_resolution: OwnerResolution::TemplateHash,
             allowed_images: Vec::new(),
             restricted_annotations: Vec::new(),
             restricted_annotations_exempt_label: String::new(),

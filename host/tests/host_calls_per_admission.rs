@@ -1,0 +1,214 @@
+//! Host calls per admission through the compiled module (`../policy.wasm`) and this engine:
+//! the exact `kubernetes/get_resource` calls one admission makes (recorded as kwctl records
+//! them) and the engine's counters, for the main scenarios under both `policy.ownerResolution`
+//! values and both trust-anchor sources. Counts, never timings: in policy-server each host call
+//! costs ~0.1 ms of wall time even when served from its cache.
+
+mod common;
+mod policy_support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use injector_host::callback::{HostContext, LogSink};
+use injector_host::fault::FaultPlan;
+use injector_host::lookup::{ClusterLookup, LookupSource, Lookups, ResourceStats};
+use injector_host::replay::CallbackRequestType;
+use policy_support::*;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+const NS: &str = "shop";
+const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+const CONTEXT: &str = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, annotations: {linkerd.io/inject: enabled}}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: plain}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: linkerd-identity-trust-roots, namespace: linkerd}
+data: {ca-bundle.crt: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: web-7d9c6b5f4
+  namespace: shop
+  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: u1, controller: true}]
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: old-5f7c9b8d6, namespace: shop}
+"#;
+
+/// A host on `CONTEXT` that records every host call in order.
+fn recording_host() -> Arc<HostContext> {
+    let source = LookupSource::Cluster(ClusterLookup::new(cluster(CONTEXT), FaultPlan::new()));
+    Arc::new(HostContext::new(
+        "policy.wasm",
+        metadata().context_aware_resources,
+        Lookups::new(source).recording(),
+        LogSink::capture(),
+    ))
+}
+
+/// One `get_resource` call as `kind name namespace disable_cache [masks]`.
+fn call(kind: &str, name: &str, namespace: Option<&str>, masks: &[&str]) -> String {
+    format!("{kind} {name} {namespace:?} false {masks:?}")
+}
+
+fn ns_call(name: &str) -> String {
+    call("v1/Namespace", name, None, &["metadata.annotations"])
+}
+
+fn cm_call() -> String {
+    call(
+        "v1/ConfigMap",
+        "linkerd-identity-trust-roots",
+        Some("linkerd"),
+        &["data"],
+    )
+}
+
+fn rs_call(name: &str) -> String {
+    call(
+        "apps/v1/ReplicaSet",
+        name,
+        Some(NS),
+        &["metadata.name", "metadata.ownerReferences"],
+    )
+}
+
+/// The host calls recorded so far, in `call`'s shape.
+fn recorded_calls(host: &HostContext) -> Vec<String> {
+    host.lookups()
+        .recorded()
+        .into_iter()
+        .map(|exchange| match exchange.request {
+            CallbackRequestType::KubernetesGetResource {
+                api_version,
+                kind,
+                name,
+                namespace,
+                disable_cache,
+                field_masks,
+            } => {
+                let masks: Vec<String> = field_masks.into_iter().flatten().collect();
+                format!("{api_version}/{kind} {name} {namespace:?} {disable_cache} {masks:?}")
+            }
+            other => format!("unexpected host call {other:?}"),
+        })
+        .collect()
+}
+
+fn pod(ns: &str, rs: &str, hash: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": format!("{rs}-"), "namespace": ns,
+            "labels": {"app": "web", "pod-template-hash": hash},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": "u2", "controller": true}]},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]}
+    })
+}
+
+fn deployment_pod() -> Value {
+    pod(NS, "web-7d9c6b5f4", "7d9c6b5f4")
+}
+
+fn service() -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": NS},
+        "spec": {"ports": [{"port": 3306}]}})
+}
+
+fn policy_settings(owner_resolution: Option<&str>, inline: bool) -> Value {
+    let mut s = json!({});
+    if let Some(how) = owner_resolution {
+        s["policy"] = json!({"ownerResolution": how});
+    }
+    if inline {
+        s["identityTrustAnchorsPEM"] = json!(PEM);
+    }
+    s
+}
+
+fn label(key: &str, value: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(key.to_owned(), value.to_owned())])
+}
+
+#[rstest]
+#[case::deployment_pod_default_is_template_hash("Pod", deployment_pod(), NS, policy_settings(None, false),
+    vec![ns_call(NS), cm_call()], label("linkerd.io/proxy-deployment", "web"))]
+#[case::deployment_pod_template_hash("Pod", deployment_pod(), NS, policy_settings(Some("templateHash"), false),
+    vec![ns_call(NS), cm_call()], label("linkerd.io/proxy-deployment", "web"))]
+#[case::deployment_pod_lookup("Pod", deployment_pod(), NS, policy_settings(Some("lookup"), false),
+    vec![ns_call(NS), cm_call(), rs_call("web-7d9c6b5f4")], label("linkerd.io/proxy-deployment", "web"))]
+#[case::deployment_pod_template_hash_inline("Pod", deployment_pod(), NS, policy_settings(None, true),
+    vec![ns_call(NS)], label("linkerd.io/proxy-deployment", "web"))]
+#[case::deployment_pod_lookup_inline("Pod", deployment_pod(), NS, policy_settings(Some("lookup"), true),
+    vec![ns_call(NS), rs_call("web-7d9c6b5f4")], label("linkerd.io/proxy-deployment", "web"))]
+#[case::orphaned_rs_template_hash("Pod", pod(NS, "old-5f7c9b8d6", "5f7c9b8d6"), NS, policy_settings(None, true),
+    vec![ns_call(NS)], label("linkerd.io/proxy-deployment", "old"))]
+#[case::orphaned_rs_lookup_is_linkerds_answer("Pod", pod(NS, "old-5f7c9b8d6", "5f7c9b8d6"), NS,
+    policy_settings(Some("lookup"), true),
+    vec![ns_call(NS), rs_call("old-5f7c9b8d6")], label("linkerd.io/proxy-replicaset", "old-5f7c9b8d6"))]
+#[case::unannotated_namespace("Pod", pod("plain", "web-7d9c6b5f4", "7d9c6b5f4"), "plain",
+    policy_settings(Some("lookup"), false), vec![ns_call("plain")], BTreeMap::new())]
+#[case::service("Service", service(), NS, policy_settings(Some("lookup"), false), vec![ns_call(NS)], BTreeMap::new())]
+fn host_calls_of_one_admission(
+    #[case] kind: &str,
+    #[case] object: Value,
+    #[case] ns: &str,
+    #[case] s: Value,
+    #[case] expected: Vec<String>,
+    #[case] labels: BTreeMap<String, String>,
+) {
+    let host = recording_host();
+    let request = create_request(kind, ns, "host-calls", object.clone());
+    let response = evaluate(&host, &request, &settings(s));
+    assert!(response.allowed, "{}", serde_json::to_string(&response).unwrap());
+    assert_eq!(recorded_calls(&host), expected);
+    let stats = host.stats();
+    assert_eq!(
+        (stats.made, stats.cached, stats.failed),
+        (expected.len() as u64, 0, 0)
+    );
+    assert_eq!(owner_labels(&patched(&object, &response)), labels);
+}
+
+/// The next pods of a rollout ask the same way: every call is served from the engine's cache,
+/// and each still costs a host call.
+#[rstest]
+#[case::template_hash(None, 2)]
+#[case::lookup(Some("lookup"), 3)]
+fn host_calls_per_pod_of_a_rollout(#[case] how: Option<&str>, #[case] per_pod: u64) {
+    let host = recording_host();
+    let s = settings(policy_settings(how, false));
+    for i in 0..10 {
+        let request = create_request("Pod", NS, &format!("pod-{i}"), deployment_pod());
+        assert!(evaluate(&host, &request, &s).allowed);
+    }
+    let stats = host.stats();
+    assert_eq!((stats.made, stats.cached), (per_pod, 9 * per_pod));
+    assert_eq!(host.lookups().recorded().len() as u64, 10 * per_pod);
+    let rs = stats
+        .by_resource
+        .get("apps/v1/ReplicaSet")
+        .copied()
+        .unwrap_or_default();
+    let rs_expected = if how.is_some() {
+        ResourceStats {
+            made: 1,
+            cached: 9,
+            failed: 0,
+        }
+    } else {
+        ResourceStats::default()
+    };
+    assert_eq!(rs, rs_expected);
+}

@@ -1,0 +1,345 @@
+//! Host calls per admission, as exact counts and sequences (never timings): every owner path
+//! under every combination of `policy.ownerResolution` and the trust-anchor source, plus the
+//! admissions that must stop at the Namespace lookup. In policy-server each `get_resource` costs
+//! ~0.1 ms of wall time even when cached, so a lookup that appears here is a cost users pay.
+//! `MemoryCluster` records every lookup the core asks for, in order.
+
+mod common;
+
+use common::admit;
+use linkerd_injector_policy::cluster::{Lookup, MemoryCluster};
+use linkerd_injector_policy::outcome::Verdict;
+use linkerd_injector_policy::settings::OwnerResolution::{self, Lookup as ByLookup, TemplateHash};
+use linkerd_injector_policy::settings::Settings;
+use pretty_assertions::assert_eq;
+use rstest::rstest;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+const NS: &str = "shop";
+const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+const OWNER_MASKS: &[&str] = &["metadata.name", "metadata.ownerReferences"];
+
+fn namespaced(api_version: &str, kind: &str, name: &str, owner: Option<(&str, &str)>) -> Value {
+    let mut o = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": NS}});
+    if let Some((k, n)) = owner {
+        o["metadata"]["ownerReferences"] =
+            json!([{"apiVersion": "apps/v1", "kind": k, "name": n, "controller": true}]);
+    }
+    o
+}
+
+/// Every object any case may look up.
+fn cluster() -> MemoryCluster {
+    let rs = |name, owner| namespaced("apps/v1", "ReplicaSet", name, owner);
+    MemoryCluster::new(vec![
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": NS, "annotations": {"linkerd.io/inject": "enabled"}, "labels": {"team": "a"}}}),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "plain"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"},
+            "data": {"ca-bundle.crt": PEM}}),
+        rs("web-7d9c6b5f4", Some(("Deployment", "web"))),
+        rs("canary-6c8b9d7f5", Some(("Rollout", "canary"))),
+        rs("static", None),
+        rs("web-legacy", Some(("Deployment", "web"))),
+        rs("old-5f7c9b8d6", None),
+        namespaced("batch/v1", "Job", "backup-2901", Some(("CronJob", "backup"))),
+        namespaced("batch/v1", "Job", "migrate", None),
+    ])
+}
+
+fn pod_in(ns: &str, owner: Option<(&str, &str)>, labels: Value) -> Value {
+    let mut meta = json!({"name": "p", "namespace": ns, "labels": labels});
+    if let Some((kind, name)) = owner {
+        meta["ownerReferences"] =
+            json!([{"apiVersion": "apps/v1", "kind": kind, "name": name, "controller": true}]);
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+}
+
+fn pod(owner: Option<(&str, &str)>, labels: Value) -> Value {
+    pod_in(NS, owner, labels)
+}
+
+fn hash(h: &str) -> Value {
+    json!({"app": "x", "pod-template-hash": h})
+}
+
+fn lookup(api_version: &'static str, kind: &'static str, name: &str, namespace: Option<&str>) -> Lookup {
+    Lookup {
+        api_version,
+        kind,
+        name: name.into(),
+        namespace: namespace.map(String::from),
+        disable_cache: false,
+        field_masks: OWNER_MASKS,
+    }
+}
+
+fn ns_lookup(name: &str) -> Lookup {
+    Lookup {
+        field_masks: &["metadata.annotations"],
+        ..lookup("v1", "Namespace", name, None)
+    }
+}
+
+fn cm_lookup() -> Lookup {
+    Lookup {
+        field_masks: &["data"],
+        ..lookup("v1", "ConfigMap", "linkerd-identity-trust-roots", Some("linkerd"))
+    }
+}
+
+fn rs_lookup(name: &str) -> Lookup {
+    lookup("apps/v1", "ReplicaSet", name, Some(NS))
+}
+
+fn job_lookup(name: &str) -> Lookup {
+    lookup("batch/v1", "Job", name, Some(NS))
+}
+
+/// Where the trust bundle comes from.
+#[derive(Debug, Clone, Copy)]
+enum Trust {
+    /// Default settings: no inline PEM, so the ConfigMap.
+    ConfigMap,
+    /// `identityTrustAnchorsPEM` set: no lookup.
+    Inline,
+    /// `policy.trustAnchors: configMap` wins over an inline PEM.
+    ForcedConfigMap,
+}
+
+fn settings(how: OwnerResolution, trust: Trust) -> Settings {
+    let mut s = json!({"policy": {}});
+    if how == ByLookup {
+        s["policy"]["ownerResolution"] = json!("lookup");
+    }
+    match trust {
+        Trust::ConfigMap => {}
+        Trust::Inline => s["identityTrustAnchorsPEM"] = json!(PEM),
+        Trust::ForcedConfigMap => {
+            s["identityTrustAnchorsPEM"] =
+                json!("-----BEGIN CERTIFICATE-----\nunused\n-----END CERTIFICATE-----\n");
+            s["policy"]["trustAnchors"] = json!("configMap");
+        }
+    }
+    Settings::from_value(s).expect("valid settings")
+}
+
+/// What one owner path costs and yields under one `ownerResolution`.
+#[derive(Debug, Clone)]
+struct Expect {
+    owner_lookups: Vec<Lookup>,
+    label: Option<(&'static str, &'static str)>,
+    audit_owner: &'static str,
+}
+
+fn expect(
+    owner_lookups: Vec<Lookup>,
+    label: Option<(&'static str, &'static str)>,
+    audit_owner: &'static str,
+) -> Expect {
+    Expect {
+        owner_lookups,
+        label,
+        audit_owner,
+    }
+}
+
+/// The `linkerd.io/proxy-<kind>` labels of an admitted pod.
+fn owner_labels(pod: &Value) -> BTreeMap<String, String> {
+    pod["metadata"]["labels"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("linkerd.io/proxy-"))
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+/// Injected pods: Namespace, then the trust ConfigMap (unless inline), then the owner lookups.
+#[rstest]
+#[case::bare_pod(pod(None, json!({"app": "x"})),
+    expect(vec![], None, "pod/p (from the pod's ownerReferences)"),
+    expect(vec![], None, "pod/p (from the pod's ownerReferences)"))]
+#[case::deployment_pod(pod(Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4")),
+    expect(vec![], Some(("linkerd.io/proxy-deployment", "web")), "deployment/web (pod-template-hash naming rule)"),
+    expect(vec![rs_lookup("web-7d9c6b5f4")], Some(("linkerd.io/proxy-deployment", "web")), "deployment/web (owner lookup)"))]
+#[case::argo_rollout_pod(
+    pod(Some(("ReplicaSet", "canary-6c8b9d7f5")), json!({"rollouts-pod-template-hash": "6c8b9d7f5"})),
+    expect(vec![rs_lookup("canary-6c8b9d7f5")], Some(("linkerd.io/proxy-replicaset", "canary-6c8b9d7f5")), "replicaset/canary-6c8b9d7f5 (owner lookup)"),
+    expect(vec![rs_lookup("canary-6c8b9d7f5")], Some(("linkerd.io/proxy-replicaset", "canary-6c8b9d7f5")), "replicaset/canary-6c8b9d7f5 (owner lookup)"))]
+#[case::bare_replicaset(pod(Some(("ReplicaSet", "static")), json!({"app": "x"})),
+    expect(vec![rs_lookup("static")], Some(("linkerd.io/proxy-replicaset", "static")), "replicaset/static (owner lookup)"),
+    expect(vec![rs_lookup("static")], Some(("linkerd.io/proxy-replicaset", "static")), "replicaset/static (owner lookup)"))]
+#[case::rs_name_not_ending_in_hash(pod(Some(("ReplicaSet", "web-legacy")), hash("7d9c6b5f4")),
+    expect(vec![rs_lookup("web-legacy")], Some(("linkerd.io/proxy-deployment", "web")), "deployment/web (owner lookup)"),
+    expect(vec![rs_lookup("web-legacy")], Some(("linkerd.io/proxy-deployment", "web")), "deployment/web (owner lookup)"))]
+#[case::orphaned_rs_with_deployment_naming(pod(Some(("ReplicaSet", "old-5f7c9b8d6")), hash("5f7c9b8d6")),
+    expect(vec![], Some(("linkerd.io/proxy-deployment", "old")), "deployment/old (pod-template-hash naming rule)"),
+    expect(vec![rs_lookup("old-5f7c9b8d6")], Some(("linkerd.io/proxy-replicaset", "old-5f7c9b8d6")), "replicaset/old-5f7c9b8d6 (owner lookup)"))]
+#[case::job_of_cronjob(pod(Some(("Job", "backup-2901")), json!({"job-name": "backup-2901"})),
+    expect(vec![job_lookup("backup-2901")], None, "cronjob/backup (owner lookup)"),
+    expect(vec![job_lookup("backup-2901")], None, "cronjob/backup (owner lookup)"))]
+#[case::job_without_owner(pod(Some(("Job", "migrate")), json!({"job-name": "migrate"})),
+    expect(vec![job_lookup("migrate")], Some(("linkerd.io/proxy-job", "migrate")), "job/migrate (owner lookup)"),
+    expect(vec![job_lookup("migrate")], Some(("linkerd.io/proxy-job", "migrate")), "job/migrate (owner lookup)"))]
+#[case::daemonset_pod(pod(Some(("DaemonSet", "agent")), json!({"app": "x"})),
+    expect(vec![], Some(("linkerd.io/proxy-daemonset", "agent")), "daemonset/agent (from the pod's ownerReferences)"),
+    expect(vec![], Some(("linkerd.io/proxy-daemonset", "agent")), "daemonset/agent (from the pod's ownerReferences)"))]
+#[case::statefulset_pod(pod(Some(("StatefulSet", "db")), json!({"app": "x"})),
+    expect(vec![], Some(("linkerd.io/proxy-statefulset", "db")), "statefulset/db (from the pod's ownerReferences)"),
+    expect(vec![], Some(("linkerd.io/proxy-statefulset", "db")), "statefulset/db (from the pod's ownerReferences)"))]
+fn injected_pod_host_calls(
+    #[case] object: Value,
+    #[case] by_hash: Expect,
+    #[case] by_lookup: Expect,
+    #[values(TemplateHash, ByLookup)] how: OwnerResolution,
+    #[values(Trust::ConfigMap, Trust::Inline, Trust::ForcedConfigMap)] trust: Trust,
+) {
+    let want = if how == TemplateHash { by_hash } else { by_lookup };
+    let cluster = cluster();
+    let out = admit("Pod", &object, NS, &settings(how, trust), &cluster);
+    assert!(
+        matches!(out.verdict, Verdict::Injected { .. }),
+        "{:?}",
+        out.verdict
+    );
+
+    let mut expected = vec![ns_lookup(NS)];
+    if !matches!(trust, Trust::Inline) {
+        expected.push(cm_lookup());
+    }
+    expected.extend(want.owner_lookups.iter().cloned());
+    let made = cluster.lookups();
+    assert_eq!(made, expected, "{how:?} {trust:?}");
+    assert_eq!(made.len(), expected.len());
+
+    let admitted = out.mutated.expect("an injected pod is mutated");
+    let labels: BTreeMap<String, String> = want
+        .label
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(owner_labels(&admitted), labels);
+    assert_eq!(
+        out.audit_annotations.get("owner").map(String::as_str),
+        Some(want.audit_owner)
+    );
+    assert_eq!(out.warnings, Vec::<String>::new(), "no path here is a fallback");
+}
+
+/// Admissions that never reach the owner or the trust anchors, whatever the settings.
+#[rstest]
+#[case::namespace_without_inject_annotation("Pod",
+    pod_in("plain", Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4")), "plain", vec![ns_lookup("plain")])]
+#[case::pod_inject_disabled("Pod",
+    {
+        let mut p = pod(Some(("ReplicaSet", "canary-6c8b9d7f5")), json!({}));
+        p["metadata"]["annotations"] = json!({"linkerd.io/inject": "disabled"});
+        p
+    },
+    NS, vec![ns_lookup(NS)])]
+#[case::service("Service",
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": NS},
+        "spec": {"ports": [{"port": 3306}]}}),
+    NS, vec![ns_lookup(NS)])]
+#[case::service_with_opaque_ports("Service",
+    json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": NS, "annotations": {"config.linkerd.io/opaque-ports": "3306"}},
+        "spec": {"ports": [{"port": 3306}]}}),
+    NS, vec![])]
+fn not_injected_host_calls(
+    #[case] kind: &str,
+    #[case] object: Value,
+    #[case] ns: &str,
+    #[case] expected: Vec<Lookup>,
+    #[values(TemplateHash, ByLookup)] how: OwnerResolution,
+    #[values(Trust::ConfigMap, Trust::Inline)] trust: Trust,
+) {
+    let cluster = cluster();
+    let out = admit(kind, &object, ns, &settings(how, trust), &cluster);
+    assert!(
+        !matches!(out.verdict, Verdict::Injected { .. } | Verdict::Rejected(_)),
+        "{:?}",
+        out.verdict
+    );
+    assert_eq!(cluster.lookups(), expected, "{how:?} {trust:?}");
+    assert_eq!(cluster.lookups().len(), expected.len());
+}
+
+/// A workload manifest is injected in its template: its owner is itself, no owner lookup.
+#[rstest]
+fn deployment_manifest_needs_no_owner_lookup(
+    #[values(TemplateHash, ByLookup)] how: OwnerResolution,
+    #[values(Trust::ConfigMap, Trust::Inline)] trust: Trust,
+) {
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": NS},
+        "spec": {"template": {"metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}});
+    let cluster = cluster();
+    let out = admit("Deployment", &deployment, NS, &settings(how, trust), &cluster);
+    let mut expected = vec![ns_lookup(NS)];
+    if matches!(trust, Trust::ConfigMap) {
+        expected.push(cm_lookup());
+    }
+    assert_eq!(cluster.lookups(), expected);
+    let template = &out.mutated.expect("injected")["spec"]["template"];
+    assert_eq!(
+        owner_labels(template),
+        BTreeMap::from([("linkerd.io/proxy-deployment".to_string(), "web".to_string())])
+    );
+}
+
+/// Settings that need the namespace's labels ask for them in the same single lookup.
+#[rstest]
+fn exempt_label_adds_a_field_mask_not_a_lookup(#[values(TemplateHash, ByLookup)] how: OwnerResolution) {
+    let mut s = settings(how, Trust::Inline);
+    s.policy.restricted_annotations_exempt_label = "team=a".into();
+    let cluster = cluster();
+    let object = pod(Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4"));
+    let out = admit("Pod", &object, NS, &s, &cluster);
+    assert!(
+        matches!(out.verdict, Verdict::Injected { .. }),
+        "{:?}",
+        out.verdict
+    );
+    let mut expected = vec![Lookup {
+        field_masks: &["metadata.annotations", "metadata.labels"],
+        ..ns_lookup(NS)
+    }];
+    if how == ByLookup {
+        expected.push(rs_lookup("web-7d9c6b5f4"));
+    }
+    assert_eq!(cluster.lookups(), expected);
+}
+
+/// Verify mode reads the Namespace only: it never injects, so it needs no owner nor bundle.
+#[rstest]
+fn verify_mode_reads_only_the_namespace(#[values(TemplateHash, ByLookup)] how: OwnerResolution) {
+    let mut s = settings(how, Trust::ConfigMap);
+    s.policy.mode = linkerd_injector_policy::settings::Mode::Verify;
+    let cluster = cluster();
+    let object = pod(Some(("ReplicaSet", "static")), json!({}));
+    let out = admit("Pod", &object, NS, &s, &cluster);
+    assert!(matches!(out.verdict, Verdict::Rejected(_)), "{:?}", out.verdict);
+    assert_eq!(cluster.lookups(), vec![ns_lookup(NS)]);
+}
+
+/// A rollout of Deployment pods: per pod, the lookups the default saves.
+#[test]
+fn a_rollout_of_deployment_pods_saves_one_lookup_per_pod() {
+    let count = |how| {
+        let cluster = cluster();
+        let s = settings(how, Trust::ConfigMap);
+        for _ in 0..100 {
+            let object = pod(Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4"));
+            admit("Pod", &object, NS, &s, &cluster);
+        }
+        cluster.lookups().len()
+    };
+    assert_eq!((count(TemplateHash), count(ByLookup)), (200, 300));
+}
