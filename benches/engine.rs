@@ -10,10 +10,11 @@
 //!
 //! Run by `make bench` (benches/bench.sh):
 //! `cargo bench --profile host --bench engine -- --out BENCHMARKS.md`
-//! Options: `--policy policy.wasm --floor FLOOR.wasm --host-bin target/host/injector-host
+//! Options: `--policy policy.wasm --floor FLOOR.wasm --trivial TRIVIAL.wasm --shipped-settings deploy/settings/defaults.yaml --host-bin target/host/injector-host
 //! --metadata policy.yaml --budget-ms 1200 --replicas 100,1000,10000 --workers 2
 //! --criterion target/criterion --notes benches/notes.md --command "make bench"`.
 
+mod calibration;
 mod common;
 
 use std::collections::BTreeMap;
@@ -23,6 +24,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use calibration::Candidate;
 use common::{Scenario, World};
 use injector_host::metadata::PolicyMetadata;
 use injector_host::rollout::{LatencySummary, Outcome as PodOutcome, RolloutReport, classify};
@@ -42,6 +44,8 @@ const WASM_OPT_FLAGS: &[&str] = &[
 struct Args {
     policy: PathBuf,
     floor: PathBuf,
+    trivial: PathBuf,
+    shipped_settings: PathBuf,
     host_bin: PathBuf,
     metadata: PathBuf,
     out: Option<PathBuf>,
@@ -61,6 +65,8 @@ fn parse_args() -> Args {
     let mut a = Args {
         policy: "policy.wasm".into(),
         floor: "target/wasm32-wasip1/release/floor_policy.wasm".into(),
+        trivial: "target/wasm32-wasip1/release/trivial_policy.wasm".into(),
+        shipped_settings: "deploy/settings/defaults.yaml".into(),
         host_bin: "target/host/injector-host".into(),
         metadata: "policy.yaml".into(),
         out: None,
@@ -80,6 +86,8 @@ fn parse_args() -> Args {
             "--bench" => {}
             "--policy" => a.policy = val().into(),
             "--floor" => a.floor = val().into(),
+            "--trivial" => a.trivial = val().into(),
+            "--shipped-settings" => a.shipped_settings = val().into(),
             "--host-bin" => a.host_bin = val().into(),
             "--metadata" => a.metadata = val().into(),
             "--out" => a.out = Some(val().into()),
@@ -534,6 +542,80 @@ fn machine() -> String {
     )
 }
 
+/// The shipped settings file (`deploy/settings/*.yaml`, YAML) as settings.
+fn shipped_settings(path: &Path) -> Settings {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let value: serde_json::Value =
+        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Settings::from_value(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The calibration candidates, measured on the typical pod in one run (see benches/calibration).
+fn calibrate(
+    a: &Args,
+    engine: &Engine,
+    e: &Engines,
+    world: &World,
+    typical: &Scenario,
+    md: &PolicyMetadata,
+) -> Vec<calibration::Row> {
+    let trivial_bytes = std::fs::read(&a.trivial)
+        .unwrap_or_else(|err| panic!("{}: {err} (make trivial-policy builds it)", a.trivial.display()));
+    let trivial = engine
+        .load_policy("trivial", &trivial_bytes)
+        .expect("trivial policy");
+    let with_lookup = Settings::from_value(&serde_json::json!({"lookup": true})).expect("settings");
+    let shipped = a.shipped_settings.display().to_string();
+    let candidates = [
+        Candidate {
+            name: "trivial mutating policy".into(),
+            policy: trivial.clone(),
+            settings: Settings::default(),
+        },
+        Candidate {
+            name: "trivial + 1 cached Namespace lookup".into(),
+            policy: trivial,
+            settings: with_lookup,
+        },
+        Candidate {
+            name: "ours, empty settings".into(),
+            policy: e.ours.clone(),
+            settings: e.settings.clone(),
+        },
+        Candidate {
+            name: format!("ours, `{shipped}`"),
+            policy: e.ours.clone(),
+            settings: shipped_settings(&a.shipped_settings),
+        },
+        Candidate {
+            name: "floor (echo)".into(),
+            policy: e.floor.clone(),
+            settings: Settings::default(),
+        },
+    ];
+    let host = world.host("calibration", md.context_aware_resources.clone());
+    calibration::measure(&candidates, &host, typical, a.workers, 2000, 3)
+}
+
+fn write_calibration(w: &mut String, a: &Args, table: &str) {
+    let _ = writeln!(
+        w,
+        "## Calibration: ours against a trivial mutating policy in the same engine\n"
+    );
+    let _ = writeln!(
+        w,
+        "The typical pod, {} admissions per round on {} worker threads sharing one host, 3 interleaved rounds, every policy in the same run. Host calls take policy-server's path (a callback thread reached over a channel; every cached answer cloned, masked and serialised per call). The trivial policy is `benches/trivial-policy` (SDK types, adds one label; with `lookup: true` one cached Namespace `get_resource` first). Compare the `/ trivial` column with the same ratios measured in Kubewarden's policy-server (below, from `benches/policy-server.md`).\n",
+        2000, a.workers
+    );
+    w.push_str(table);
+    let reference = std::fs::read_to_string("benches/policy-server.md").unwrap_or_else(|_| {
+        "(benches/policy-server.md is missing: no policy-server figures to compare with)\n".into()
+    });
+    let _ = writeln!(w, "\n### The same policies in Kubewarden's policy-server\n");
+    w.push_str(&reference);
+    w.push('\n');
+}
+
 fn main() {
     let raw: Vec<String> = std::env::args().skip(1).collect();
     if raw.first().map(String::as_str) == Some("__rollout") {
@@ -620,6 +702,15 @@ fn main() {
         let v = i.validate_settings(&e.settings);
         assert!(v.valid, "{name}: settings not valid: {:?}", v.message);
     }
+
+    // ---- calibration: trivial, trivial + lookup, ours (empty and shipped settings), floor
+    eprintln!(
+        "bench: calibration (throughput through the engine, {} workers)",
+        a.workers
+    );
+    let calibration_rows = calibrate(&a, &engine, &e, &world, &typical, &md);
+    let calibration_md = calibration::table(&calibration_rows, "trivial mutating policy");
+    eprint!("{calibration_md}");
 
     if a.quick {
         for s in &scenarios[..4] {
@@ -1012,6 +1103,8 @@ fn main() {
         w,
         "\nA **MISSED** row is a target not met on this machine in this run; the notes at the end (\"What bounds the ratio to the floor\") say what bounds it. The floor's own figures are next to ours where the engine's fixed cost is most of the budget.\n"
     );
+
+    write_calibration(w, &a, &calibration_md);
 
     // per admission
     let _ = writeln!(
