@@ -12,8 +12,13 @@
 //! serde_yaml 0.9, whose emitter is the one kwctl's `yaml_serde` 0.10 uses (same libyaml port,
 //! unlimited width), so quoting and block styles agree.
 //!
+//! Checked against a real kwctl 1.36.0-beta.1 on this repository's files (byte-identical, `-o`
+//! and stdout) and on variants: OCI names (Docker Hub, ports, uppercase, tags), URLs (case,
+//! default ports, user info, percent-encoding, IPv6, errors), release tags, author lists (bare
+//! and quoted entries, mail-parser's quirks, email errors), keywords and semver errors.
 //! Not reproduced: IDNA host names, `.`/`..` path segments and backslashes in URLs (rejected or
-//! kept as written), and RFC 5322 comments and groups in the author list.
+//! kept as written), RFC 5322 comments and groups and quoted local parts in the author list, and
+//! the serde position suffix of an invalid `minimumKubewardenVersion`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -75,13 +80,14 @@ pub enum ArtifactHubError {
     EmptyQuestionsUI,
     #[error("policy metadata must specify \"{0}\" in annotations")]
     MissingAnnotation(&'static str),
-    #[error("annotation {annot:?} in policy metadata must be a well formed URL: {error:?}")]
+    // kwctl quotes the Debug form of the key, hence the doubled quotes
+    #[error("annotation \"{annot:?}\" in policy metadata must be a well formed URL: {error:?}")]
     MalformedURL { annot: &'static str, error: String },
     #[error("annotation \"{0}\" in policy metadata is malformed, must be csv values")]
     MalformedCSV(&'static str),
     #[error("annotation \"{0}\" in policy metadata is malformed, must be csv values of \"name <email>\"")]
     MalformedCSVEmail(&'static str),
-    #[error("annotation {annot:?} in policy metadata must be a well formed email: {error:?}")]
+    #[error("annotation \"{annot:?}\" in policy metadata must be a well formed email: {error:?}")]
     MalformedEmail { annot: &'static str, error: String },
     #[error("--created-at must be an RFC 3339 timestamp such as 2026-01-31T12:00:00Z, got {0:?}")]
     CreatedAt(String),
@@ -347,18 +353,23 @@ fn yaml_text<T: Serialize>(value: &T) -> String {
 
 // === maintainers: an RFC 5322 address list ("Name <a@b>, Other <c@d>") ===
 
-/// `io.kubewarden.policy.author` as maintainers: entries split on commas outside quotes and
-/// angle brackets, empty entries skipped; each is `name <address>` or a bare address.
+/// `io.kubewarden.policy.author` as maintainers, read as kwctl's mail-parser reads a `To:`
+/// header (checked against kwctl 1.36): entries are split on commas outside quotes and angle
+/// brackets, empty ones skipped; `name <address>` ignores what follows `>`; an entry without
+/// brackets is an address (after an optional quoted name) when a comma follows it, and is dropped
+/// when it is the last one. No entry at all is a malformed list.
 pub fn maintainers(author: &str) -> Result<Vec<Maintainer>> {
-    let entries: Vec<&str> = split_addresses(author)
+    let parts = split_addresses(author);
+    let last = parts.len() - 1;
+    let found: Vec<Maintainer> = parts
         .into_iter()
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-        .collect();
-    if entries.is_empty() {
+        .enumerate()
+        .filter_map(|(i, part)| maintainer(part.trim(), i < last))
+        .collect::<Result<_>>()?;
+    if found.is_empty() {
         return Err(ArtifactHubError::MalformedCSVEmail(AUTHOR));
     }
-    entries.into_iter().map(maintainer).collect()
+    Ok(found)
 }
 
 fn split_addresses(list: &str) -> Vec<&str> {
@@ -379,26 +390,34 @@ fn split_addresses(list: &str) -> Vec<&str> {
     parts
 }
 
-fn maintainer(entry: &str) -> Result<Maintainer> {
+/// One entry; `None` when mail-parser yields no address for it.
+fn maintainer(entry: &str, comma_follows: bool) -> Option<Result<Maintainer>> {
     let (name, address) = match entry.split_once('<') {
         Some((name, rest)) => {
-            let address = rest
-                .strip_suffix('>')
-                .ok_or(ArtifactHubError::MalformedCSVEmail(AUTHOR))?;
+            let address = rest.split_once('>').map_or(rest, |(a, _)| a);
             (unquote(name.trim()), address.trim())
         }
-        // a bare address has no name; words without brackets are a name without an address
-        None if !entry.contains(char::is_whitespace) => (String::new(), entry),
-        None => (entry.to_owned(), ""),
+        None if entry.is_empty() || !comma_follows => return None,
+        None => match quoted_prefix(entry) {
+            Some((name, rest)) => (name, rest.trim()),
+            None => (String::new(), entry),
+        },
     };
-    check_email(address).map_err(|error| ArtifactHubError::MalformedEmail {
+    let checked = check_email(address).map_err(|error| ArtifactHubError::MalformedEmail {
         annot: AUTHOR,
         error: error.to_owned(),
-    })?;
-    Ok(Maintainer {
+    });
+    Some(checked.map(|()| Maintainer {
         name,
         email: address.to_owned(),
-    })
+    }))
+}
+
+/// `"quoted name" rest` as (name, rest).
+fn quoted_prefix(entry: &str) -> Option<(String, &str)> {
+    let inner = entry.strip_prefix('"')?;
+    let end = inner.find('"')?;
+    Some((inner[..end].to_owned(), &inner[end + 1..]))
 }
 
 fn unquote(name: &str) -> String {
@@ -498,7 +517,7 @@ fn url_string(input: &str) -> std::result::Result<String, &'static str> {
     };
     let end = after.find(['/', '?', '#']).unwrap_or(after.len());
     let (authority, tail) = after.split_at(end);
-    let authority = authority_string(authority, special.and_then(|(_, port)| *port))?;
+    let authority = authority_string(authority, special.is_some(), special.and_then(|(_, port)| *port))?;
     if special.is_some_and(|(s, _)| *s != "file") && authority.is_empty() {
         return Err("empty host");
     }
@@ -510,16 +529,19 @@ fn url_string(input: &str) -> std::result::Result<String, &'static str> {
     Ok(format!("{scheme}://{authority}{}", encode_tail(&tail)))
 }
 
-/// `user@host:port` with the host lowercased and the scheme's default port dropped.
-fn authority_string(authority: &str, default_port: Option<u16>) -> std::result::Result<String, &'static str> {
+/// `user:password@host:port`: user and password percent-encoded apart, the host lowercased for
+/// special schemes only (others keep an opaque host as written), the scheme's default port
+/// dropped.
+fn authority_string(
+    authority: &str,
+    special: bool,
+    default_port: Option<u16>,
+) -> std::result::Result<String, &'static str> {
     let (userinfo, hostport) = match authority.rsplit_once('@') {
         Some((u, h)) => (Some(u), h),
         None => (None, authority),
     };
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(']') || hostport.starts_with('[') => (h, Some(p)),
-        _ => (hostport, None),
-    };
+    let (host, port) = split_port(hostport);
     if !host
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "-._~[]:".contains(c))
@@ -528,10 +550,15 @@ fn authority_string(authority: &str, default_port: Option<u16>) -> std::result::
     }
     let mut out = String::new();
     if let Some(u) = userinfo {
-        out.push_str(&encode(u, USERINFO_SET));
+        let parts: Vec<String> = u.splitn(2, ':').map(|p| encode(p, USERINFO_SET)).collect();
+        out.push_str(&parts.join(":"));
         out.push('@');
     }
-    out.push_str(&host.to_ascii_lowercase());
+    out.push_str(&if special {
+        host.to_ascii_lowercase()
+    } else {
+        host.to_owned()
+    });
     match port {
         None | Some("") => {}
         Some(p) => {
@@ -542,6 +569,18 @@ fn authority_string(authority: &str, default_port: Option<u16>) -> std::result::
         }
     }
     Ok(out)
+}
+
+/// `host:port` (an IPv6 host is bracketed) as (host, port).
+fn split_port(hostport: &str) -> (&str, Option<&str>) {
+    if let Some(close) = hostport.strip_prefix('[').and_then(|h| h.find(']')) {
+        let end = close + 2;
+        return (&hostport[..end], hostport[end..].strip_prefix(':'));
+    }
+    match hostport.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (hostport, None),
+    }
 }
 
 /// Path, query and fragment, each with its percent-encode set.
@@ -704,39 +743,102 @@ fn split_domain(name: &str) -> (String, String) {
 
 // === semantic versions and timestamps ===
 
-/// A semantic version as the `semver` crate accepts it: `MAJOR.MINOR.PATCH`, numbers without
-/// leading zeros, optional `-pre.release` and `+build` identifiers.
-pub fn check_semver(v: &str) -> std::result::Result<(), String> {
-    let (rest, build) = match v.split_once('+') {
-        Some((r, b)) => (r, Some(b)),
-        None => (v, None),
-    };
-    let (core, pre) = match rest.split_once('-') {
-        Some((c, p)) => (c, Some(p)),
-        None => (rest, None),
-    };
-    let numbers: Vec<&str> = core.split('.').collect();
-    if numbers.len() != 3 || !numbers.iter().all(|n| numeric(n)) {
-        return Err(format!("{v:?} is not MAJOR.MINOR.PATCH"));
-    }
-    let ident = |i: &str| !i.is_empty() && i.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-');
-    if let Some(p) = pre
-        && !p
-            .split('.')
-            .all(|i| ident(i) && (!i.bytes().all(|c| c.is_ascii_digit()) || numeric(i)))
-    {
-        return Err(format!("invalid pre-release identifier in {v:?}"));
-    }
-    if let Some(b) = build
-        && !b.split('.').all(ident)
-    {
-        return Err(format!("invalid build metadata in {v:?}"));
-    }
-    Ok(())
+/// Where a semantic version failed to parse, in the `semver` crate's words.
+#[derive(Clone, Copy, PartialEq)]
+enum Part {
+    Major,
+    Minor,
+    Patch,
+    Pre,
+    Build,
 }
 
-fn numeric(n: &str) -> bool {
-    !n.is_empty() && n.bytes().all(|c| c.is_ascii_digit()) && (n == "0" || !n.starts_with('0'))
+impl Part {
+    fn name(self) -> &'static str {
+        match self {
+            Part::Major => "major version number",
+            Part::Minor => "minor version number",
+            Part::Patch => "patch version number",
+            Part::Pre => "pre-release identifier",
+            Part::Build => "build metadata",
+        }
+    }
+}
+
+/// A semantic version as `semver::Version::parse` (what kwctl uses) accepts it, with its error
+/// texts: `MAJOR.MINOR.PATCH` without leading zeros, optional `-pre.release` and `+build`.
+pub fn check_semver(v: &str) -> std::result::Result<(), String> {
+    if v.is_empty() {
+        return Err("empty string, expected a semver version".into());
+    }
+    let mut rest = v;
+    for part in [Part::Major, Part::Minor, Part::Patch] {
+        rest = number(rest, part)?;
+        if part != Part::Patch {
+            rest = match rest.strip_prefix('.') {
+                Some(r) => r,
+                None => return Err(unexpected_after(rest, part)),
+            };
+        }
+    }
+    let mut part = Part::Patch;
+    for (sign, next) in [('-', Part::Pre), ('+', Part::Build)] {
+        if let Some(r) = rest.strip_prefix(sign) {
+            part = next;
+            rest = identifiers(r, part)?;
+        }
+    }
+    match rest.chars().next() {
+        None => Ok(()),
+        Some(_) => Err(unexpected_after(rest, part)),
+    }
+}
+
+fn unexpected_after(rest: &str, part: Part) -> String {
+    match rest.chars().next() {
+        Some(c) => format!("unexpected character {c:?} after {}", part.name()),
+        None => format!("unexpected end of input while parsing {}", part.name()),
+    }
+}
+
+/// A number without leading zero; returns what follows it.
+fn number(input: &str, part: Part) -> std::result::Result<&str, String> {
+    let len = input.bytes().take_while(u8::is_ascii_digit).count();
+    let digits = &input[..len];
+    match input.chars().next() {
+        None => Err(format!("unexpected end of input while parsing {}", part.name())),
+        Some(c) if len == 0 => Err(format!(
+            "unexpected character {c:?} while parsing {}",
+            part.name()
+        )),
+        _ if len > 1 && digits.starts_with('0') => Err(format!("invalid leading zero in {}", part.name())),
+        _ if digits.parse::<u64>().is_err() => Err(format!("value of {} exceeds u64::MAX", part.name())),
+        _ => Ok(&input[len..]),
+    }
+}
+
+/// Dot-separated `[0-9A-Za-z-]+` identifiers (numeric pre-release ones without leading zero);
+/// returns what follows them.
+fn identifiers(input: &str, part: Part) -> std::result::Result<&str, String> {
+    let mut rest = input;
+    loop {
+        let len = rest
+            .bytes()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == b'-')
+            .count();
+        let segment = &rest[..len];
+        if len == 0 {
+            return Err(format!("empty identifier segment in {}", part.name()));
+        }
+        let numeric = segment.bytes().all(|c| c.is_ascii_digit());
+        if part == Part::Pre && numeric && len > 1 && segment.starts_with('0') {
+            return Err(format!("invalid leading zero in {}", part.name()));
+        }
+        match rest[len..].strip_prefix('.') {
+            Some(r) => rest = r,
+            None => return Ok(&rest[len..]),
+        }
+    }
 }
 
 /// `time`'s RFC 3339 form of a UTC instant, as kwctl writes `OffsetDateTime::now_utc()`:
@@ -850,6 +952,14 @@ mod tests {
             n("mailto:someone@example.com"),
             Ok("mailto:someone@example.com".into())
         );
+        // checked against kwctl 1.36
+        assert_eq!(
+            n("https://user:pw@Example.com:443"),
+            Ok("https://user:pw@example.com/".into())
+        );
+        assert_eq!(n("git://Host.example"), Ok("git://Host.example".into()));
+        assert_eq!(n("http://[::1]:8080/x"), Ok("http://[::1]:8080/x".into()));
+        assert_eq!(n("http://[::1]"), Ok("http://[::1]/".into()));
         assert_eq!(n("github.com/a/b"), Err("relative URL without a base"));
         assert_eq!(n("https://"), Err("empty host"));
         assert_eq!(n("https://example.com:99999/"), Err("invalid port number"));
@@ -896,10 +1006,31 @@ mod tests {
             Ok(vec![m("Doe, Jane", "jane@example.com"), m("", "x@example.com")])
         );
         assert_eq!(maintainers(""), Err(ArtifactHubError::MalformedCSVEmail(AUTHOR)));
+        // mail-parser's reading, as kwctl 1.36 answers: a last bare entry is dropped, one
+        // followed by a comma is an address, text after `>` is ignored
         assert_eq!(
-            maintainers("Foo missing@chevrons.com").unwrap_err().to_string(),
-            "annotation \"io.kubewarden.policy.author\" in policy metadata must be a well formed email: \
-             \"Missing separator character '@'.\""
+            maintainers("x@example.com"),
+            Err(ArtifactHubError::MalformedCSVEmail(AUTHOR))
+        );
+        assert_eq!(
+            maintainers("Bar <b@e.com> trailing, x@example.com"),
+            Ok(vec![m("Bar", "b@e.com")])
+        );
+        assert_eq!(
+            maintainers("x@example.com, \"Foo Bar\" y@example.com,"),
+            Ok(vec![m("", "x@example.com"), m("Foo Bar", "y@example.com")])
+        );
+        assert_eq!(
+            maintainers("Foo Bar, Bar <b@e.com>").unwrap_err().to_string(),
+            "annotation \"\"io.kubewarden.policy.author\"\" in policy metadata must be a well formed \
+             email: \"Missing separator character '@'.\""
+        );
+        assert_eq!(
+            maintainers("Foo missing@chevrons.com, Bar <bar@example.com>")
+                .unwrap_err()
+                .to_string(),
+            "annotation \"\"io.kubewarden.policy.author\"\" in policy metadata must be a well formed \
+             email: \"Invalid character.\""
         );
         assert!(matches!(
             maintainers("Bar <#$%#$%>"),
@@ -918,16 +1049,35 @@ mod tests {
         ] {
             assert_eq!(check_semver(ok), Ok(()), "{ok}");
         }
-        for bad in [
-            "1.35",
-            "v1.35.0",
-            "01.2.3",
-            "1.2.3-",
-            "1.2.3-01",
-            "1.2.3+",
-            "1.2.3-a..b",
-        ] {
-            assert!(check_semver(bad).is_err(), "{bad}");
+        // semver's words, as kwctl prints them
+        let cases = [
+            ("", "empty string, expected a semver version"),
+            (
+                "1.35",
+                "unexpected end of input while parsing minor version number",
+            ),
+            (
+                "v1.35.0",
+                "unexpected character 'v' while parsing major version number",
+            ),
+            ("01.2.3", "invalid leading zero in major version number"),
+            ("1.2.3-", "empty identifier segment in pre-release identifier"),
+            ("1.2.3-01", "invalid leading zero in pre-release identifier"),
+            ("1.2.3+", "empty identifier segment in build metadata"),
+            ("1.2.3-a..b", "empty identifier segment in pre-release identifier"),
+            ("1.2.3 ", "unexpected character ' ' after patch version number"),
+            (
+                "1.2.3-a_b",
+                "unexpected character '_' after pre-release identifier",
+            ),
+            ("1,2.3", "unexpected character ',' after major version number"),
+            (
+                "99999999999999999999.0.0",
+                "value of major version number exceeds u64::MAX",
+            ),
+        ];
+        for (bad, message) in cases {
+            assert_eq!(check_semver(bad), Err(message.to_owned()), "{bad:?}");
         }
     }
 }

@@ -224,7 +224,7 @@ fn other_metadata_problems_are_refused_as_kwctl_does() {
     let bad_version = policy_yaml().replace("policy.version: 0.1.0", "policy.version: v0.1.0");
     assert_eq!(
         gen_err(&bad_version, None).to_string(),
-        "policy version must be in semver: \"v0.1.0\" is not MAJOR.MINOR.PATCH"
+        "policy version must be in semver: unexpected character 'v' while parsing major version number"
     );
     // the first problem in kwctl's order: the version before the title
     let neither =
@@ -339,4 +339,40 @@ fn every_question_is_a_setting_the_policy_reads() {
     );
     let mut seen = std::collections::BTreeSet::new();
     assert!(list.iter().all(|(v, ..)| seen.insert(v)), "variables are unique");
+}
+
+/// kwctl from `$KWCTL`, else from PATH; `None` (the test is skipped) when there is none.
+fn kwctl() -> Option<PathBuf> {
+    let candidate = std::env::var_os("KWCTL").map_or_else(|| PathBuf::from("kwctl"), PathBuf::from);
+    let works = Command::new(&candidate)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    works.then_some(candidate)
+}
+
+#[test]
+fn a_real_kwctl_writes_the_same_bytes() {
+    let Some(kwctl) = kwctl() else {
+        eprintln!("skipped: no kwctl (set KWCTL=/path/to/kwctl)");
+        return;
+    };
+    let out = tmp("kwctl-artifacthub-pkg.yml");
+    let run = Command::new(kwctl)
+        .args(["scaffold", "artifacthub", "-m"])
+        .arg(root("policy.yaml"))
+        .arg("-q")
+        .arg(root("questions-ui.yml"))
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let theirs = read(&out);
+    let created_at = theirs
+        .lines()
+        .find_map(|l| l.strip_prefix("createdAt: "))
+        .expect("createdAt");
+    let ours = artifacthub::generate(&policy_yaml(), Some(&questions()), created_at).unwrap();
+    assert_eq!(ours, theirs);
 }
