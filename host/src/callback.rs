@@ -12,24 +12,18 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::capabilities::HostCapabilities;
+use crate::capabilities::{HostCapabilities, KNOWN_PATHS};
 use crate::lookup::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest, LookupStats,
     Lookups,
 };
 use crate::metadata::ContextAwareResource;
 
-/// Host capabilities policy-evaluator knows besides `kubernetes/*` and `tracing/log`; this host
-/// does not grant them.
-const OTHER_CAPABILITIES: &[&str] = &[
-    "crypto/v1/is_certificate_trusted",
-    "net/v1/dns_lookup_host",
-    "oci/v1/manifest_digest",
-    "oci/v1/oci_manifest",
-    "oci/v1/oci_manifest_config",
-    "oci/v1/verify",
-    "oci/v2/verify",
-];
+/// A capability policy-evaluator knows outside `kubernetes/*` (and `tracing/log`): this host
+/// does not serve it, so it is refused as not granted.
+fn served_only_by_policy_server(path: &str) -> bool {
+    KNOWN_PATHS.contains(&path) && !path.starts_with("kubernetes/")
+}
 
 /// What happens to the guest's `tracing/log` records.
 #[derive(Debug, Default)]
@@ -205,7 +199,7 @@ impl HostContext {
         let path = format!("{namespace}/{operation}");
         // tracing is never gated; the others only where the allow-list and this host both serve them
         let granted = namespace == "tracing" || self.capabilities.allows(&path);
-        if !granted || OTHER_CAPABILITIES.contains(&path.as_str()) {
+        if !granted || served_only_by_policy_server(&path) {
             return Err(format!(
                 "Policy has not been granted access to the '{path}' host capability. The violation has been reported."
             )

@@ -579,11 +579,7 @@ pub fn pull(args: &PullArgs) -> Result<String, CliError> {
     Ok(String::new())
 }
 
-/// `injector-host rollout`: returns the report text (or JSON).
-pub fn rollout(args: &RolloutArgs) -> Result<String, CliError> {
-    rollout_report(args).map(|(text, _)| text)
-}
-
+/// `injector-host rollout`: the report text (or JSON) and the report itself.
 fn rollout_report(args: &RolloutArgs) -> Result<(String, crate::rollout::RolloutReport), CliError> {
     let settings = read_settings(&args.common)?;
     let faults = fault_plan(&args.common)?;
