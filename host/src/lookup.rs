@@ -327,7 +327,12 @@ impl Lookups {
     }
 
     /// Passes an answer through, recording it when asked to.
-    fn keep(&self, request: CallbackRequestType, result: Result<Vec<u8>, String>) -> Result<Vec<u8>, String> {
+    /// The request is built only when recording: every host call passes through here.
+    fn keep(
+        &self,
+        request: impl FnOnce() -> CallbackRequestType,
+        result: Result<Vec<u8>, String>,
+    ) -> Result<Vec<u8>, String> {
         if let Some(recorded) = &self.recorded {
             let response = match &result {
                 Ok(bytes) => ReplayResponse::Success {
@@ -340,7 +345,10 @@ impl Lookups {
             recorded
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .push(Exchange { request, response });
+                .push(Exchange {
+                    request: request(),
+                    response,
+                });
         }
         result
     }
@@ -387,7 +395,7 @@ impl Lookups {
     /// Serves `get_resource`; `Err` carries the message for the guest (without the
     /// "Callback evaluation failure: " prefix).
     pub fn get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
-        self.keep(CallbackRequestType::from(r), self.answer_get_resource(r))
+        self.keep(|| CallbackRequestType::from(r), self.answer_get_resource(r))
     }
 
     fn answer_get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
@@ -423,7 +431,7 @@ impl Lookups {
         &self,
         r: &ListResourcesByNamespaceRequest,
     ) -> Result<Vec<u8>, String> {
-        self.keep(CallbackRequestType::from(r), self.answer_list_namespace(r))
+        self.keep(|| CallbackRequestType::from(r), self.answer_list_namespace(r))
     }
 
     fn answer_list_namespace(&self, r: &ListResourcesByNamespaceRequest) -> Result<Vec<u8>, String> {
@@ -444,7 +452,7 @@ impl Lookups {
     }
 
     pub fn list_resources_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
-        self.keep(CallbackRequestType::from(r), self.answer_list_all(r))
+        self.keep(|| CallbackRequestType::from(r), self.answer_list_all(r))
     }
 
     fn answer_list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
@@ -465,7 +473,7 @@ impl Lookups {
     }
 
     pub fn can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
-        self.keep(CallbackRequestType::from(r), self.answer_can_i(r))
+        self.keep(|| CallbackRequestType::from(r), self.answer_can_i(r))
     }
 
     fn answer_can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
