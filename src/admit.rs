@@ -4,6 +4,7 @@
 use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
 use crate::config::{self, Layers};
+use crate::control_plane;
 use crate::decide::{self, Decision, DecisionInput};
 use crate::guard;
 use crate::inject::Plan;
@@ -115,9 +116,33 @@ pub fn admit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> O
 }
 
 pub fn admit_edit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Admission {
-    if req.operation != "CREATE" {
+    let applies = req.kind == "Service" || template_path(req.kind).is_some();
+    if req.operation != "CREATE" || !applies || (settings.policy.mode == Mode::Verify && req.kind != "Pod") {
         return Outcome::unchanged(Verdict::NotApplicable).into();
     }
+    match control_plane::in_effect(settings, cluster) {
+        Ok(in_effect) => {
+            let mut admission = admit_kind(req, &in_effect.settings, cluster);
+            if let Some(reason) = in_effect.fallback {
+                note_values_fallback(&mut admission.outcome, &reason);
+            }
+            admission
+        }
+        Err(e) => Outcome::rejected(e.to_string()).into(),
+    }
+}
+
+/// Says that `linkerd-config` was unusable and the settings alone were used.
+fn note_values_fallback(out: &mut Outcome, reason: &control_plane::ValuesError) {
+    out.warnings.push(format!(
+        "{reason}; the Linkerd values in effect are this policy's settings alone (policy.linkerdConfigFailure: settings)"
+    ));
+    out.audit_annotations
+        .insert("values".into(), "settings only: linkerd-config unusable".into());
+}
+
+/// One CREATE of a kind this policy handles, with the settings in effect.
+fn admit_kind(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Admission {
     if settings.policy.mode == Mode::Verify {
         // Only pods carry a proxy; templates are injected when their pods are created.
         return match req.kind {
@@ -334,7 +359,7 @@ fn admit_template(
         token_projection: settings.identity.service_account_token_projection,
     });
     if settings.policy.mode == Mode::Verify {
-        return verify::verify(spec, &decision, ns).into();
+        return verify::verify(spec, &pod_ann, &decision, ns, settings).into();
     }
     let ingress = match decision {
         Decision::Skip(reasons) => {

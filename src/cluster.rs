@@ -57,7 +57,8 @@ pub fn classify_host_error(what: &str, message: &str) -> LookupError {
 #[derive(Debug, Default)]
 pub struct MemoryCluster {
     pub objects: Vec<Value>,
-    /// `(kind, error)` answers given instead of the object; consumed in order per kind.
+    /// `(kind, error)` or `(kind/name, error)` answers given instead of the object; consumed
+    /// in order.
     pub failures: RefCell<Vec<(String, LookupError)>>,
     pub log: RefCell<Vec<Lookup>>,
 }
@@ -87,7 +88,7 @@ impl Cluster for MemoryCluster {
             let mut failures = self.failures.borrow_mut();
             failures
                 .iter()
-                .position(|(k, _)| k == lookup.kind)
+                .position(|(k, _)| k == lookup.kind || *k == format!("{}/{}", lookup.kind, lookup.name))
                 .map(|i| failures.remove(i).1)
         };
         if let Some(err) = scripted {

@@ -8,6 +8,7 @@ pub mod admit;
 pub mod annotations;
 pub mod cluster;
 pub mod config;
+pub mod control_plane;
 pub mod decide;
 pub mod guard;
 pub mod host;

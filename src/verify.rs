@@ -2,19 +2,73 @@
 //! should be meshed but carries no `linkerd-proxy` is rejected with the reasons; meshed and
 //! exempt pods pass. Deployed next to the mutating policy it makes admission fail closed when
 //! injection was skipped (Linkerd #3885), and lets Kubewarden's audit scanner report existing
-//! pods that escaped injection (linkerd2#3358).
+//! pods that escaped injection (linkerd2#3358). A meshed pod whose proxy is not the version the
+//! control plane injects now is reported (what `linkerd check --proxy` warns about), not refused:
+//! it runs, and a restart of its workload updates it.
 
+use crate::annotations as ann;
 use crate::decide::{AnnotationAt, Decision};
 use crate::outcome::{Outcome, Verdict};
 use crate::pod;
+use crate::settings::Settings;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// True when the pod runs Linkerd's proxy (as a native sidecar or a container).
 pub fn has_linkerd_proxy(spec: &Value) -> bool {
     pod::all_containers(spec).any(|c| c.get("name").and_then(Value::as_str) == Some("linkerd-proxy"))
 }
 
-pub fn verify(spec: &Value, decision: &Decision, namespace: &str) -> Outcome {
+/// The proxy version the control plane injects by default: `proxy.image.version`, else
+/// `linkerdVersion`, of the values in effect.
+pub fn control_plane_proxy_version(values: &Settings) -> &str {
+    match values.proxy.image.version.as_str() {
+        "" => &values.linkerd_version,
+        pinned => pinned,
+    }
+}
+
+/// `Some((pod's, control plane's))` when a meshed pod's `linkerd.io/proxy-version` differs from
+/// what the control plane injects. A pod that chose its version
+/// (`config.linkerd.io/proxy-version`) or carries no version annotation is not reported.
+pub fn stale_proxy<'a>(
+    pod_annotations: &'a BTreeMap<String, String>,
+    values: &'a Settings,
+) -> Option<(&'a str, &'a str)> {
+    if pod_annotations.contains_key(ann::PROXY_VERSION_OVERRIDE) {
+        return None;
+    }
+    let running = pod_annotations.get(ann::PROXY_VERSION)?;
+    let current = control_plane_proxy_version(values);
+    (running != current).then_some((running.as_str(), current))
+}
+
+fn meshed(verdict: Verdict, pod_annotations: &BTreeMap<String, String>, values: &Settings) -> Outcome {
+    let mut out = Outcome::unchanged(verdict);
+    match stale_proxy(pod_annotations, values) {
+        Some((running, current)) => {
+            out.warnings.push(format!(
+                "pod's Linkerd proxy is version {running}, but the control plane injects {current}: restart its workload to update the proxy"
+            ));
+            out.audit_annotations.insert(
+                "verify".into(),
+                format!("meshed, stale proxy: {running} (control plane {current})"),
+            );
+        }
+        None => {
+            out.audit_annotations.insert("verify".into(), "meshed".into());
+        }
+    }
+    out
+}
+
+pub fn verify(
+    spec: &Value,
+    pod_annotations: &BTreeMap<String, String>,
+    decision: &Decision,
+    namespace: &str,
+    values: &Settings,
+) -> Outcome {
     match decision {
         Decision::Inject { at, .. } if !has_linkerd_proxy(spec) => {
             let place = match at {
@@ -28,10 +82,10 @@ pub fn verify(spec: &Value, decision: &Decision, namespace: &str) -> Outcome {
             out.audit_annotations.insert("verify".into(), "not meshed".into());
             out
         }
-        Decision::Inject { .. } => {
-            let mut out = Outcome::unchanged(Verdict::NotApplicable);
-            out.audit_annotations.insert("verify".into(), "meshed".into());
-            out
+        Decision::Inject { .. } => meshed(Verdict::NotApplicable, pod_annotations, values),
+        // A pod that already runs the proxy is exempt from injection and meshed.
+        Decision::Skip(reasons) if has_linkerd_proxy(spec) => {
+            meshed(Verdict::Skipped(reasons.clone()), pod_annotations, values)
         }
         Decision::Skip(reasons) => {
             let text = reasons

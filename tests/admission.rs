@@ -41,7 +41,7 @@ fn pod(annotations: Value) -> Value {
 }
 
 fn cluster(ns_annotations: Value) -> MemoryCluster {
-    MemoryCluster::new(vec![namespace("shop", ns_annotations)])
+    common::cluster(vec![namespace("shop", ns_annotations)])
 }
 
 fn run(object: &Value, s: &Settings, c: &MemoryCluster) -> linkerd_injector_policy::outcome::Outcome {
@@ -108,7 +108,7 @@ fn namespace_opaque_ports_are_copied_verbatim_to_skipped_pods() {
 
 #[test]
 fn namespace_lookup_failure_rejects_as_transient() {
-    let c = MemoryCluster::new(vec![]).fail(
+    let c = common::cluster(vec![]).fail(
         "Namespace",
         LookupError::Failed("lookup of Namespace shop failed: timeout".into()),
     );
@@ -123,13 +123,13 @@ fn namespace_lookup_failure_rejects_as_transient() {
             "could not read Namespace shop to decide on proxy injection: lookup of Namespace shop failed: timeout (usually transient; the API server will retry)".into()
         )
     );
-    let missing = run(&pod(json!({})), &settings(json!({})), &MemoryCluster::new(vec![]));
+    let missing = run(&pod(json!({})), &settings(json!({})), &common::cluster(vec![]));
     assert!(missing.is_rejected());
 }
 
 #[test]
 fn namespace_lookup_failure_can_skip() {
-    let c = MemoryCluster::new(vec![]);
+    let c = common::cluster(vec![]);
     let out = run(
         &pod(json!({"linkerd.io/inject": "enabled"})),
         &settings(json!({"policy": {"namespaceLookupFailure": "skip"}})),
@@ -150,7 +150,7 @@ fn trust_anchors_from_the_configmap() {
     let bundle = "-----BEGIN CERTIFICATE-----\nabc\n-----END CERTIFICATE-----\n";
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"}, "data": {"ca-bundle.crt": bundle}});
-    let c = MemoryCluster::new(vec![
+    let c = common::cluster(vec![
         namespace("shop", json!({"linkerd.io/inject": "enabled"})),
         cm,
     ]);
@@ -172,8 +172,16 @@ fn trust_anchors_from_the_configmap() {
         m["metadata"]["annotations"]["linkerd.io/trust-root-sha256"],
         json!(expected_sha)
     );
-    let kinds: Vec<&str> = c.lookups().iter().map(|l| l.kind).collect();
-    assert_eq!(kinds, vec!["Namespace", "ConfigMap"]);
+    let lookups = c.lookups();
+    let looked_up: Vec<(&str, &str)> = lookups.iter().map(|l| (l.kind, l.name.as_str())).collect();
+    assert_eq!(
+        looked_up,
+        vec![
+            ("ConfigMap", "linkerd-config"),
+            ("Namespace", "shop"),
+            ("ConfigMap", "linkerd-identity-trust-roots")
+        ]
+    );
 }
 
 #[test]
@@ -195,10 +203,11 @@ fn only_the_lookups_needed() {
     run(&pod(json!({})), &settings(json!({})), &c);
     assert_eq!(
         c.lookups().len(),
-        1,
-        "a pod that is not injected needs only its namespace"
+        2,
+        "a pod that is not injected needs only Linkerd's values and its namespace"
     );
-    let l = &c.lookups()[0];
+    assert_eq!(c.lookups()[0].name, "linkerd-config");
+    let l = &c.lookups()[1];
     assert_eq!(
         (l.api_version, l.kind, l.name.as_str(), l.namespace.as_deref()),
         ("v1", "Namespace", "shop", None)

@@ -5,7 +5,6 @@
 mod common;
 
 use common::namespace;
-use linkerd_injector_policy::cluster::MemoryCluster;
 use linkerd_injector_policy::wire;
 use serde_json::{Value, json};
 
@@ -421,7 +420,7 @@ fn catalogue() -> Vec<(&'static str, Vec<u8>, Expect)> {
 
 #[test]
 fn every_bad_input_has_its_exact_outcome() {
-    let cluster = MemoryCluster::new(vec![namespace("shop", json!({}))]);
+    let cluster = common::cluster(vec![namespace("shop", json!({}))]);
     let cases = catalogue();
     for (name, bytes, expect) in &cases {
         let answer: Value = serde_json::from_slice(&wire::validate(bytes, &cluster))

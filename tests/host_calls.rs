@@ -1,6 +1,7 @@
 //! Host calls per admission, as exact counts and sequences (never timings): every owner path
 //! under every combination of `policy.ownerResolution` and the trust-anchor source, plus the
-//! admissions that must stop at the Namespace lookup. In policy-server each `get_resource` costs
+//! admissions that must stop at the Namespace lookup, each with the control plane's values read
+//! from `linkerd-config` (the default: one more lookup, first) and from the settings alone. In policy-server each `get_resource` costs
 //! ~0.1 ms of wall time even when cached, so a lookup that appears here is a cost users pay.
 //! `MemoryCluster` records every lookup the core asks for, in order.
 
@@ -32,7 +33,7 @@ fn namespaced(api_version: &str, kind: &str, name: &str, owner: Option<(&str, &s
 /// Every object any case may look up.
 fn cluster() -> MemoryCluster {
     let rs = |name, owner| namespaced("apps/v1", "ReplicaSet", name, owner);
-    MemoryCluster::new(vec![
+    common::cluster(vec![
         json!({"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": NS, "annotations": {"linkerd.io/inject": "enabled"}, "labels": {"team": "a"}}}),
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "plain"}}),
@@ -92,6 +93,30 @@ fn cm_lookup() -> Lookup {
     }
 }
 
+fn values_lookup() -> Lookup {
+    Lookup {
+        field_masks: &["data"],
+        ..lookup("v1", "ConfigMap", "linkerd-config", Some("linkerd"))
+    }
+}
+
+/// Where Linkerd's values come from (`policy.valuesFrom`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Values {
+    /// The default: the `linkerd-config` ConfigMap, read before anything else.
+    LinkerdConfig,
+    /// `policy.valuesFrom: settings`: no lookup.
+    SettingsOnly,
+}
+
+/// The lookups an admission makes before its own: the values, when they come from the cluster.
+fn values_lookups(values: Values) -> Vec<Lookup> {
+    match values {
+        Values::LinkerdConfig => vec![values_lookup()],
+        Values::SettingsOnly => vec![],
+    }
+}
+
 fn rs_lookup(name: &str) -> Lookup {
     lookup("apps/v1", "ReplicaSet", name, Some(NS))
 }
@@ -112,7 +137,14 @@ enum Trust {
 }
 
 fn settings(how: OwnerResolution, trust: Trust) -> Settings {
+    settings_with(how, trust, Values::LinkerdConfig)
+}
+
+fn settings_with(how: OwnerResolution, trust: Trust, values: Values) -> Settings {
     let mut s = json!({"policy": {}});
+    if values == Values::SettingsOnly {
+        s["policy"]["valuesFrom"] = json!("settings");
+    }
     if how == ByLookup {
         s["policy"]["ownerResolution"] = json!("lookup");
     }
@@ -198,23 +230,25 @@ fn injected_pod_host_calls(
     #[case] by_lookup: Expect,
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
     #[values(Trust::ConfigMap, Trust::Inline, Trust::ForcedConfigMap)] trust: Trust,
+    #[values(Values::LinkerdConfig, Values::SettingsOnly)] values: Values,
 ) {
     let want = if how == TemplateHash { by_hash } else { by_lookup };
     let cluster = cluster();
-    let out = admit("Pod", &object, NS, &settings(how, trust), &cluster);
+    let out = admit("Pod", &object, NS, &settings_with(how, trust, values), &cluster);
     assert!(
         matches!(out.verdict, Verdict::Injected { .. }),
         "{:?}",
         out.verdict
     );
 
-    let mut expected = vec![ns_lookup(NS)];
+    let mut expected = values_lookups(values);
+    expected.push(ns_lookup(NS));
     if !matches!(trust, Trust::Inline) {
         expected.push(cm_lookup());
     }
     expected.extend(want.owner_lookups.iter().cloned());
     let made = cluster.lookups();
-    assert_eq!(made, expected, "{how:?} {trust:?}");
+    assert_eq!(made, expected, "{how:?} {trust:?} {values:?}");
     assert_eq!(made.len(), expected.len());
 
     let admitted = out.mutated.expect("an injected pod is mutated");
@@ -231,7 +265,10 @@ fn injected_pod_host_calls(
     assert_eq!(out.warnings, Vec::<String>::new(), "no path here is a fallback");
 }
 
-/// Admissions that never reach the owner or the trust anchors, whatever the settings.
+/// Admissions that never reach the owner or the trust anchors, whatever the settings. Linkerd's
+/// values still count for them (the opaque-ports default, the service-account token rule), so
+/// they are read too; a Service that already has the annotation reads them needlessly, which
+/// costs one cached lookup on a rare kind and keeps one rule for every kind.
 #[rstest]
 #[case::namespace_without_inject_annotation("Pod",
     pod_in("plain", Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4")), "plain", vec![ns_lookup("plain")])]
@@ -258,15 +295,17 @@ fn not_injected_host_calls(
     #[case] expected: Vec<Lookup>,
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
     #[values(Trust::ConfigMap, Trust::Inline)] trust: Trust,
+    #[values(Values::LinkerdConfig, Values::SettingsOnly)] values: Values,
 ) {
     let cluster = cluster();
-    let out = admit(kind, &object, ns, &settings(how, trust), &cluster);
+    let out = admit(kind, &object, ns, &settings_with(how, trust, values), &cluster);
     assert!(
         !matches!(out.verdict, Verdict::Injected { .. } | Verdict::Rejected(_)),
         "{:?}",
         out.verdict
     );
-    assert_eq!(cluster.lookups(), expected, "{how:?} {trust:?}");
+    let expected = [values_lookups(values), expected].concat();
+    assert_eq!(cluster.lookups(), expected, "{how:?} {trust:?} {values:?}");
     assert_eq!(cluster.lookups().len(), expected.len());
 }
 
@@ -275,14 +314,22 @@ fn not_injected_host_calls(
 fn deployment_manifest_needs_no_owner_lookup(
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
     #[values(Trust::ConfigMap, Trust::Inline)] trust: Trust,
+    #[values(Values::LinkerdConfig, Values::SettingsOnly)] values: Values,
 ) {
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "namespace": NS},
         "spec": {"template": {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}});
     let cluster = cluster();
-    let out = admit("Deployment", &deployment, NS, &settings(how, trust), &cluster);
-    let mut expected = vec![ns_lookup(NS)];
+    let out = admit(
+        "Deployment",
+        &deployment,
+        NS,
+        &settings_with(how, trust, values),
+        &cluster,
+    );
+    let mut expected = values_lookups(values);
+    expected.push(ns_lookup(NS));
     if matches!(trust, Trust::ConfigMap) {
         expected.push(cm_lookup());
     }
@@ -307,17 +354,21 @@ fn exempt_label_adds_a_field_mask_not_a_lookup(#[values(TemplateHash, ByLookup)]
         "{:?}",
         out.verdict
     );
-    let mut expected = vec![Lookup {
-        field_masks: &["metadata.annotations", "metadata.labels"],
-        ..ns_lookup(NS)
-    }];
+    let mut expected = vec![
+        values_lookup(),
+        Lookup {
+            field_masks: &["metadata.annotations", "metadata.labels"],
+            ..ns_lookup(NS)
+        },
+    ];
     if how == ByLookup {
         expected.push(rs_lookup("web-7d9c6b5f4"));
     }
     assert_eq!(cluster.lookups(), expected);
 }
 
-/// Verify mode reads the Namespace only: it never injects, so it needs no owner nor bundle.
+/// Verify mode reads the values (for the control plane's version) and the Namespace only: it
+/// never injects, so it needs no owner nor bundle.
 #[rstest]
 fn verify_mode_reads_only_the_namespace(#[values(TemplateHash, ByLookup)] how: OwnerResolution) {
     let mut s = settings(how, Trust::ConfigMap);
@@ -326,10 +377,11 @@ fn verify_mode_reads_only_the_namespace(#[values(TemplateHash, ByLookup)] how: O
     let object = pod(Some(("ReplicaSet", "static")), json!({}));
     let out = admit("Pod", &object, NS, &s, &cluster);
     assert!(matches!(out.verdict, Verdict::Rejected(_)), "{:?}", out.verdict);
-    assert_eq!(cluster.lookups(), vec![ns_lookup(NS)]);
+    assert_eq!(cluster.lookups(), vec![values_lookup(), ns_lookup(NS)]);
 }
 
-/// A rollout of Deployment pods: per pod, the lookups the default saves.
+/// A rollout of Deployment pods: per pod, the lookups the default saves (values, Namespace and
+/// trust roots by the naming rule; the ReplicaSet too by lookup).
 #[test]
 fn a_rollout_of_deployment_pods_saves_one_lookup_per_pod() {
     let count = |how| {
@@ -341,5 +393,5 @@ fn a_rollout_of_deployment_pods_saves_one_lookup_per_pod() {
         }
         cluster.lookups().len()
     };
-    assert_eq!((count(TemplateHash), count(ByLookup)), (200, 300));
+    assert_eq!((count(TemplateHash), count(ByLookup)), (300, 400));
 }

@@ -4,7 +4,6 @@
 mod common;
 
 use common::*;
-use linkerd_injector_policy::cluster::MemoryCluster;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -46,7 +45,7 @@ fn every_fixture_input_keeps_every_field() {
             for doc in documents(file) {
                 let kind = doc["kind"].as_str().unwrap_or("").to_string();
                 for ns in ["enabled", "none", "config", "opaque"] {
-                    let cluster = MemoryCluster::new(vec![namespace("ns", ns_annotations(ns))]);
+                    let cluster = common::cluster(vec![namespace("ns", ns_annotations(ns))]);
                     let out = admit(&kind, &doc, "ns", &settings, &cluster);
                     assert!(
                         !out.is_rejected(),

@@ -4,7 +4,6 @@
 mod common;
 
 use common::namespace;
-use linkerd_injector_policy::cluster::MemoryCluster;
 use linkerd_injector_policy::outcome::Verdict;
 use linkerd_injector_policy::settings::Settings;
 use rstest::rstest;
@@ -26,7 +25,7 @@ fn pod(annotations: Value) -> Value {
 fn verdict(s: &Settings, p: &Value, ns_labels: Value, ns_ann: Value) -> Verdict {
     let mut ns = namespace("shop", ns_ann);
     ns["metadata"]["labels"] = ns_labels;
-    common::admit("Pod", p, "shop", s, &MemoryCluster::new(vec![ns])).verdict
+    common::admit("Pod", p, "shop", s, &common::cluster(vec![ns])).verdict
 }
 
 fn rejected(msg: &str) -> Verdict {
@@ -152,14 +151,14 @@ fn invalid_security_settings(#[case] s: Value, #[case] msg: &str) {
 
 #[test]
 fn namespace_labels_are_only_read_when_needed() {
-    let c = MemoryCluster::new(vec![namespace("shop", json!({}))]);
+    let c = common::cluster(vec![namespace("shop", json!({}))]);
     common::admit("Pod", &pod(json!({})), "shop", &settings(json!({})), &c);
-    assert_eq!(c.lookups()[0].field_masks, ["metadata.annotations"]);
+    assert_eq!(c.lookups()[1].field_masks, ["metadata.annotations"]);
     let s = settings(json!({"restrictedAnnotationsExemptLabel": "k"}));
-    let c = MemoryCluster::new(vec![namespace("shop", json!({}))]);
+    let c = common::cluster(vec![namespace("shop", json!({}))]);
     common::admit("Pod", &pod(json!({})), "shop", &s, &c);
     assert_eq!(
-        c.lookups()[0].field_masks,
+        c.lookups()[1].field_masks,
         ["metadata.annotations", "metadata.labels"]
     );
 }

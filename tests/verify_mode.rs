@@ -3,7 +3,6 @@
 mod common;
 
 use common::namespace;
-use linkerd_injector_policy::cluster::MemoryCluster;
 use linkerd_injector_policy::decide::SkipReason;
 use linkerd_injector_policy::outcome::Verdict;
 use linkerd_injector_policy::settings::Settings;
@@ -11,10 +10,15 @@ use serde_json::{Value, json};
 
 fn verify(pod: &Value, ns_annotations: Value) -> linkerd_injector_policy::outcome::Outcome {
     let s = Settings::from_value(json!({"policy": {"mode": "verify"}})).unwrap();
-    let c = MemoryCluster::new(vec![namespace("shop", ns_annotations)]);
+    let c = common::cluster(vec![namespace("shop", ns_annotations)]);
     let out = common::admit("Pod", pod, "shop", &s, &c);
     assert_eq!(out.mutated, None, "verify mode never mutates");
-    assert_eq!(c.lookups().len(), 1, "only the namespace is read");
+    let names: Vec<&str> = c.lookups().iter().map(|l| l.kind).collect();
+    assert_eq!(
+        names,
+        ["ConfigMap", "Namespace"],
+        "only Linkerd's values and the namespace are read"
+    );
     out
 }
 
@@ -47,6 +51,7 @@ fn meshed_pods_pass() {
     let native = json!({"metadata": {"name": "p"}, "spec": {"initContainers": [{"name": "linkerd-init"}, {"name": "linkerd-proxy"}], "containers": [{"name": "app"}]}});
     let out = verify(&native, json!({"linkerd.io/inject": "enabled"}));
     assert!(!out.is_rejected());
+    assert_eq!(out.audit_annotations["verify"], "meshed");
     let sidecar = pod(json!({}), json!([{"name": "linkerd-proxy"}, {"name": "app"}]));
     assert!(!verify(&sidecar, json!({"linkerd.io/inject": "enabled"})).is_rejected());
 }
@@ -69,7 +74,7 @@ fn exempt_pods_pass_with_the_reason() {
 #[test]
 fn verify_mode_ignores_services_and_workloads() {
     let s = Settings::from_value(json!({"policy": {"mode": "verify"}})).unwrap();
-    let c = MemoryCluster::new(vec![]);
+    let c = common::cluster(vec![]);
     let svc = json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 3306}]}});
     let out = common::admit("Service", &svc, "shop", &s, &c);
     assert_eq!((out.verdict, out.mutated), (Verdict::NotApplicable, None));
@@ -85,4 +90,69 @@ fn mode_is_validated() {
         err,
         "settings.policy.mode: unknown variant `audit`, expected `mutate` or `verify`"
     );
+}
+
+/// A meshed pod in verify mode, with the control plane's values from `linkerd-config`.
+fn verify_against(
+    pod_annotations: Value,
+    values: &str,
+    settings: Value,
+) -> linkerd_injector_policy::outcome::Outcome {
+    let s = Settings::from_value(settings).unwrap();
+    let c = linkerd_injector_policy::cluster::MemoryCluster::new(vec![
+        namespace("shop", json!({"linkerd.io/inject": "enabled"})),
+        common::linkerd_config(values),
+    ]);
+    let meshed = pod(
+        pod_annotations,
+        json!([{"name": "linkerd-proxy"}, {"name": "app"}]),
+    );
+    common::admit("Pod", &meshed, "shop", &s, &c)
+}
+
+#[rstest::rstest]
+#[case::same_version(json!({"linkerd.io/proxy-version": "edge-26.8.3"}), "linkerdVersion: edge-26.8.3\n", json!({}), None)]
+#[case::older_proxy(json!({"linkerd.io/proxy-version": "edge-26.5.1"}), "linkerdVersion: edge-26.8.3\n", json!({}),
+    Some(("edge-26.5.1", "edge-26.8.3")))]
+#[case::control_plane_upgraded(json!({"linkerd.io/proxy-version": "edge-26.8.3"}), "linkerdVersion: edge-26.9.1\n", json!({}),
+    Some(("edge-26.8.3", "edge-26.9.1")))]
+#[case::pinned_proxy_image_counts(json!({"linkerd.io/proxy-version": "edge-26.8.3"}),
+    "linkerdVersion: edge-26.8.3\nproxy:\n  image:\n    version: edge-26.8.2\n", json!({}), Some(("edge-26.8.3", "edge-26.8.2")))]
+#[case::settings_override_the_cluster(json!({"linkerd.io/proxy-version": "edge-26.5.1"}), "linkerdVersion: edge-26.8.3\n",
+    json!({"linkerdVersion": "edge-26.5.1"}), None)]
+#[case::pod_chose_its_version(json!({"linkerd.io/proxy-version": "edge-26.5.1", "config.linkerd.io/proxy-version": "edge-26.5.1"}),
+    "linkerdVersion: edge-26.8.3\n", json!({}), None)]
+#[case::no_version_annotation(json!({}), "linkerdVersion: edge-26.8.3\n", json!({}), None)]
+fn stale_proxies_are_reported_not_refused(
+    #[case] pod_annotations: Value,
+    #[case] values: &str,
+    #[case] mut settings: Value,
+    #[case] stale: Option<(&str, &str)>,
+) {
+    settings["policy"] = json!({"mode": "verify"});
+    let out = verify_against(pod_annotations, values, settings);
+    assert_eq!(
+        out.verdict,
+        Verdict::Skipped(vec![SkipReason::SidecarExists]),
+        "a meshed pod is admitted"
+    );
+    assert_eq!(out.mutated, None);
+    match stale {
+        None => {
+            assert_eq!(out.audit_annotations["verify"], "meshed");
+            assert_eq!(out.warnings, Vec::<String>::new());
+        }
+        Some((running, current)) => {
+            assert_eq!(
+                out.audit_annotations["verify"],
+                format!("meshed, stale proxy: {running} (control plane {current})")
+            );
+            assert_eq!(
+                out.warnings,
+                vec![format!(
+                    "pod's Linkerd proxy is version {running}, but the control plane injects {current}: restart its workload to update the proxy"
+                )]
+            );
+        }
+    }
 }

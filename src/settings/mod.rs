@@ -9,7 +9,9 @@ mod validate;
 pub use validate::INBOUND_POLICIES;
 mod values;
 
-pub use policy::{LookupFailure, Mode, OwnerResolution, PolicyOptions, TrustAnchorsSource};
+pub use policy::{
+    LookupFailure, Mode, OwnerResolution, PolicyOptions, TrustAnchorsSource, ValuesFailure, ValuesSource,
+};
 pub use values::*;
 
 use serde_json::Value;
@@ -52,54 +54,45 @@ impl Settings {
         Self::from_value(value)
     }
 
-    /// Decodes and validates an already parsed settings document.
+    /// Decodes and validates an already parsed settings document, over the chart's defaults.
     pub fn from_value(mut value: Value) -> Result<Self, SettingsError> {
         match &value {
             Value::Null => value = Value::Object(Default::default()),
             Value::Object(_) => strip_nulls(&mut value),
             other => {
                 let msg = format!("must be an object, got {}", scalar::kind_of(other));
-                return Err(SettingsError(vec![FieldError {
-                    path: String::new(),
-                    message: msg,
-                }]));
+                return Err(SettingsError(vec![FieldError::new("", msg)]));
             }
         }
-        let shape_errors: Vec<FieldError> = OBJECT_KEYS
-            .iter()
-            .filter_map(|path| {
-                let found = path.split('.').try_fold(&value, |v, k| v.get(k))?;
-                (!found.is_object()).then(|| {
-                    FieldError::new(
-                        *path,
-                        format!("must be an object, got {}", scalar::kind_of(found)),
-                    )
-                })
-            })
-            .collect();
-        if !shape_errors.is_empty() {
-            return Err(SettingsError(shape_errors));
-        }
+        check_shapes(&value)?;
         // Every admission runs in a fresh instance: the common empty document skips the merge.
         // The defaults are valid (`defaults_pass_validation` below), so they are not re-checked.
         if value.as_object().is_some_and(|m| m.is_empty()) {
             return Ok(Settings::default());
         }
-        // Like Helm, the user's document is merged over the chart defaults: a partial block
-        // (`proxy.image: {version: x}`) keeps the other defaults of that block.
-        let mut merged = defaults_document().clone();
-        merge(&mut merged, value);
-        let settings: Settings = serde_path_to_error::deserialize(merged).map_err(|e| {
-            let path = e.path().to_string();
-            let path = if path == "." { String::new() } else { path };
-            SettingsError(vec![FieldError::new(path, e.into_inner().to_string())])
-        })?;
-        let errors = validate::validate(&settings);
-        if errors.is_empty() {
-            Ok(settings)
-        } else {
-            Err(SettingsError(errors))
-        }
+        let mut settings = decode_over_defaults([value.clone()])?;
+        settings.overrides = value;
+        Ok(settings)
+    }
+
+    /// These settings over the control plane's Helm values: chart defaults < `values` < this
+    /// policy's settings document, merged key by key as Helm does. `values` may not set the
+    /// policy's own block, and its `identityTrustAnchorsPEM` is dropped: like Linkerd's injector,
+    /// the policy takes the trust bundle from the trust-roots ConfigMap or from its settings.
+    pub fn over_values(&self, mut values: Value) -> Result<Self, SettingsError> {
+        let Value::Object(map) = &mut values else {
+            let msg = format!("must be a mapping, got {}", scalar::kind_of(&values));
+            return Err(SettingsError(vec![FieldError::new("", msg)]));
+        };
+        map.remove("policy");
+        map.remove("identityTrustAnchorsPEM");
+        strip_nulls(&mut values);
+        check_shapes(&values)?;
+        let mut settings = decode_over_defaults([values, self.overrides.clone()])?;
+        // The policy block is this policy's alone, never the cluster's: keep it as decoded.
+        settings.policy = self.policy.clone();
+        settings.overrides = self.overrides.clone();
+        Ok(settings)
     }
 
     /// The trust domain of mesh identities.
@@ -146,6 +139,48 @@ const OBJECT_KEYS: &[&str] = &[
 fn defaults_document() -> &'static Value {
     static DEFAULTS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
     DEFAULTS.get_or_init(|| serde_json::to_value(Settings::default()).unwrap_or(Value::Null))
+}
+
+/// Keys that must hold objects, checked before serde (which would accept arrays for them).
+fn check_shapes(value: &Value) -> Result<(), SettingsError> {
+    let errors: Vec<FieldError> = OBJECT_KEYS
+        .iter()
+        .filter_map(|path| {
+            let found = path.split('.').try_fold(value, |v, k| v.get(k))?;
+            (!found.is_object()).then(|| {
+                FieldError::new(
+                    *path,
+                    format!("must be an object, got {}", scalar::kind_of(found)),
+                )
+            })
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SettingsError(errors))
+    }
+}
+
+/// Like Helm, each layer is merged over the chart defaults in turn: a partial block
+/// (`proxy.image: {version: x}`) keeps the other defaults of that block. Then decoded and
+/// validated as a whole.
+fn decode_over_defaults<const N: usize>(layers: [Value; N]) -> Result<Settings, SettingsError> {
+    let mut merged = defaults_document().clone();
+    for layer in layers.into_iter().filter(|l| !l.is_null()) {
+        merge(&mut merged, layer);
+    }
+    let settings: Settings = serde_path_to_error::deserialize(merged).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        SettingsError(vec![FieldError::new(path, e.into_inner().to_string())])
+    })?;
+    let errors = validate::validate(&settings);
+    if errors.is_empty() {
+        Ok(settings)
+    } else {
+        Err(SettingsError(errors))
+    }
 }
 
 /// Objects merge key by key; anything else (arrays included) replaces.

@@ -41,6 +41,30 @@ pub enum OwnerResolution {
     Lookup,
 }
 
+/// Where Linkerd's Helm values come from.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum ValuesSource {
+    /// The control plane's `linkerd-config` ConfigMap (key `values`), read at admission through
+    /// the engine's cached lookups as Linkerd's injector re-reads it on every request, so a
+    /// `helm upgrade` of Linkerd takes effect at once; the settings override it key by key.
+    #[default]
+    LinkerdConfig,
+    /// The settings alone (over the chart defaults); no lookup.
+    Settings,
+}
+
+/// What to do when `linkerd-config` cannot be used (missing, unreadable, not YAML, invalid).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum ValuesFailure {
+    /// Reject the object (the API server's client retries), as Linkerd's injector does.
+    #[default]
+    Reject,
+    /// Use the settings alone, with a warning and an audit annotation naming the reason.
+    Settings,
+}
+
 /// What the module does with a pod.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -65,6 +89,11 @@ pub struct PolicyOptions {
     pub trust_anchors_config_map: String,
     pub namespace_lookup_failure: LookupFailure,
     pub owner_resolution: OwnerResolution,
+    pub values_from: ValuesSource,
+    /// Name of the ConfigMap holding the Helm values (key `values`) in the control-plane
+    /// namespace.
+    pub linkerd_config_map: String,
+    pub linkerd_config_failure: ValuesFailure,
     /// Registry/repository prefixes the proxy, init, validator and debug images must start
     /// with; empty allows any image.
     pub allowed_images: Vec<String>,
@@ -87,6 +116,9 @@ impl Default for PolicyOptions {
             trust_anchors_config_map: "linkerd-identity-trust-roots".into(),
             namespace_lookup_failure: LookupFailure::Reject,
             owner_resolution: OwnerResolution::TemplateHash,
+            values_from: ValuesSource::LinkerdConfig,
+            linkerd_config_map: "linkerd-config".into(),
+            linkerd_config_failure: ValuesFailure::Reject,
             allowed_images: Vec::new(),
             restricted_annotations: Vec::new(),
             restricted_annotations_exempt_label: String::new(),

@@ -21,6 +21,7 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     v.dns_label("policy.controlPlaneNamespace", &s.policy.control_plane_namespace);
     v.non_empty("policy.createdBy", &s.policy.created_by);
     v.non_empty("policy.trustAnchorsConfigMap", &s.policy.trust_anchors_config_map);
+    v.non_empty("policy.linkerdConfigMap", &s.policy.linkerd_config_map);
     if s.policy.trust_anchors == TrustAnchorsSource::Inline && s.identity_trust_anchors_pem.trim().is_empty()
     {
         v.fail(

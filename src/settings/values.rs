@@ -32,6 +32,10 @@ pub struct Settings {
     pub proxy_init: ProxyInit,
     pub network_validator: NetworkValidator,
     pub debug_container: DebugContainer,
+    /// The settings document as given (nulls removed; `Null` when empty): it overrides the
+    /// control plane's values key by key ([`Settings::over_values`]).
+    #[serde(skip)]
+    pub overrides: Value,
 }
 
 impl Default for Settings {
@@ -51,6 +55,7 @@ impl Default for Settings {
             proxy_init: ProxyInit::default(),
             network_validator: NetworkValidator::default(),
             debug_container: DebugContainer::default(),
+            overrides: Value::Null,
         }
     }
 }

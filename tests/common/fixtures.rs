@@ -45,6 +45,19 @@ pub fn webhook_settings_json() -> Value {
     })
 }
 
+/// The control plane's `linkerd/linkerd-config` ConfigMap holding `values` (YAML).
+pub fn linkerd_config(values: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "linkerd-config", "namespace": "linkerd"},
+           "data": {"values": values}})
+}
+
+/// A `linkerd-config` whose values change nothing from the chart defaults the settings start
+/// from, for tests about everything else.
+pub fn neutral_linkerd_config() -> Value {
+    linkerd_config("linkerdVersion: edge-26.8.3\n")
+}
+
 pub fn namespace(name: &str, annotations: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "annotations": annotations}})
 }

@@ -11,6 +11,12 @@ use linkerd_injector_policy::outcome::Outcome;
 use linkerd_injector_policy::settings::Settings;
 use serde_json::Value;
 
+/// A cluster holding `objects` and a neutral `linkerd-config` (the default values source).
+pub fn cluster(mut objects: Vec<Value>) -> MemoryCluster {
+    objects.push(neutral_linkerd_config());
+    MemoryCluster::new(objects)
+}
+
 /// The configuration Linkerd's webhook tests assume, as policy settings.
 pub fn webhook_settings() -> Settings {
     Settings::from_value(webhook_settings_json()).expect("conformance settings are valid")

@@ -1,0 +1,246 @@
+//! Linkerd's values from the control plane's `linkerd-config` ConfigMap (the default): the same
+//! pods as settings holding the same values, settings overriding them key by key, and every way
+//! the ConfigMap can be unusable, under both `policy.linkerdConfigFailure` choices.
+
+mod common;
+
+use common::{linkerd_config, load, namespace};
+use linkerd_injector_policy::cluster::{LookupError, MemoryCluster};
+use linkerd_injector_policy::outcome::{Outcome, Verdict};
+use linkerd_injector_policy::settings::Settings;
+use pretty_assertions::assert_eq;
+use rstest::rstest;
+use serde_json::{Value, json};
+
+const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+fn trust_roots() -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"},
+        "data": {"ca-bundle.crt": PEM}})
+}
+
+fn meshed_namespace() -> Value {
+    namespace("shop", json!({"linkerd.io/inject": "enabled"}))
+}
+
+fn pod() -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-1", "namespace": "shop", "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "app", "image": "nginx", "ports": [{"containerPort": 8080}]}]}})
+}
+
+fn settings(doc: Value) -> Settings {
+    Settings::from_value(doc).expect("valid settings")
+}
+
+fn admit(settings: &Settings, objects: Vec<Value>) -> (Outcome, MemoryCluster) {
+    let cluster = MemoryCluster::new(objects);
+    let out = common::admit("Pod", &pod(), "shop", settings, &cluster);
+    (out, cluster)
+}
+
+/// The `values` document of a stored `linkerd-config`, as the JSON settings would hold it.
+fn values_of(config_map: &Value) -> Value {
+    let text = config_map["data"]["values"].as_str().expect("data.values");
+    serde_yaml_ng::from_str(text).expect("the golden's values are YAML")
+}
+
+fn proxy_env<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
+    let all = pod["spec"]["initContainers"].as_array().into_iter().flatten();
+    let all = all.chain(pod["spec"]["containers"].as_array().into_iter().flatten());
+    all.filter(|c| c["name"] == "linkerd-proxy")
+        .flat_map(|c| c["env"].as_array().into_iter().flatten())
+        .find(|e| e["name"] == name)
+        .map(|e| &e["value"])
+}
+
+/// Each of Linkerd's own `linkerd-config` renderings, read from the cluster, injects exactly the
+/// pod that settings holding the same values inject.
+#[rstest]
+fn cluster_values_inject_what_the_same_settings_inject(
+    #[values("edge-26.5.1", "edge-26.8.3")] tag: &str,
+    #[values(
+        "install_default.yaml",
+        "install_ha_output.yaml",
+        "install_helm_control_plane_output.yaml"
+    )]
+    golden: &str,
+) {
+    let config_map = load(&format!("tests/fixtures/linkerd-config/{tag}"), golden);
+    let control_plane = config_map["metadata"]["namespace"].clone();
+    let policy = json!({"trustAnchors": "configMap", "controlPlaneNamespace": control_plane});
+    let from_cluster = settings(json!({"policy": policy}));
+    let mut pasted = values_of(&config_map);
+    pasted["policy"] = json!({"trustAnchors": "configMap", "controlPlaneNamespace": control_plane,
+        "valuesFrom": "settings"});
+    let from_settings = settings(pasted);
+
+    let mut roots = trust_roots();
+    roots["metadata"]["namespace"] = control_plane;
+    let objects = vec![meshed_namespace(), roots, config_map];
+    let (a, cluster) = admit(&from_cluster, objects.clone());
+    let (b, _) = admit(&from_settings, objects);
+    assert!(matches!(a.verdict, Verdict::Injected { .. }), "{:?}", a.verdict);
+    assert_eq!(a, b, "{tag} {golden}");
+    assert_eq!(cluster.lookups()[0].name, "linkerd-config");
+}
+
+/// The settings override the control plane's values key by key; keys they do not set come from
+/// the ConfigMap, and the rest from the chart defaults.
+#[test]
+fn settings_override_cluster_values_key_by_key() {
+    let values = "linkerdVersion: edge-26.8.1\nproxy:\n  logLevel: debug\n  logFormat: json\n";
+    let s = settings(json!({"identityTrustAnchorsPEM": PEM, "proxy": {"logLevel": "info"}}));
+    let (out, _) = admit(&s, vec![meshed_namespace(), linkerd_config(values)]);
+    let pod = out.mutated.expect("injected");
+    assert_eq!(
+        proxy_env(&pod, "LINKERD2_PROXY_LOG"),
+        Some(&json!("info,[{headers}]=off,[{request}]=off"))
+    );
+    assert_eq!(proxy_env(&pod, "LINKERD2_PROXY_LOG_FORMAT"), Some(&json!("json")));
+    assert_eq!(
+        pod["metadata"]["annotations"]["linkerd.io/proxy-version"],
+        json!("edge-26.8.1")
+    );
+    assert_eq!(
+        proxy_env(&pod, "LINKERD2_PROXY_OUTBOUND_CONNECT_TIMEOUT"),
+        Some(&json!("1000ms"))
+    );
+}
+
+/// A `helm upgrade` of Linkerd changes the next pod without touching the policy.
+#[test]
+fn a_new_control_plane_version_takes_effect_at_once() {
+    let s = settings(json!({"identityTrustAnchorsPEM": PEM}));
+    let version = |values: &str| {
+        let (out, _) = admit(&s, vec![meshed_namespace(), linkerd_config(values)]);
+        out.mutated.expect("injected")["metadata"]["annotations"]["linkerd.io/proxy-version"].clone()
+    };
+    assert_eq!(version("linkerdVersion: edge-26.7.1\n"), json!("edge-26.7.1"));
+    assert_eq!(version("linkerdVersion: edge-26.8.3\n"), json!("edge-26.8.3"));
+}
+
+/// The ConfigMap cannot set this policy's own options nor, as in Linkerd, the trust bundle: those
+/// come from the settings and the trust-roots ConfigMap.
+#[test]
+fn cluster_values_set_neither_policy_options_nor_the_trust_bundle() {
+    let values = "policy:\n  mode: verify\nidentityTrustAnchorsPEM: from-linkerd-config\n";
+    let (out, cluster) = admit(
+        &settings(json!({})),
+        vec![meshed_namespace(), trust_roots(), linkerd_config(values)],
+    );
+    let pod = out.mutated.expect("still the mutating policy");
+    assert_eq!(
+        proxy_env(&pod, "LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS"),
+        Some(&json!(PEM))
+    );
+    let names: Vec<String> = cluster.lookups().iter().map(|l| l.name.clone()).collect();
+    assert_eq!(names, ["linkerd-config", "shop", "linkerd-identity-trust-roots"]);
+}
+
+/// The ConfigMap's name and namespace are settings.
+#[test]
+fn the_config_map_is_found_where_the_settings_say() {
+    let mut config_map = linkerd_config("linkerdVersion: edge-26.8.2\n");
+    config_map["metadata"] = json!({"name": "l5d-values", "namespace": "mesh"});
+    let s = settings(json!({"identityTrustAnchorsPEM": PEM,
+        "policy": {"controlPlaneNamespace": "mesh", "linkerdConfigMap": "l5d-values"}}));
+    let (out, cluster) = admit(&s, vec![meshed_namespace(), config_map]);
+    let pod = out.mutated.expect("injected");
+    assert_eq!(
+        pod["metadata"]["annotations"]["linkerd.io/proxy-version"],
+        json!("edge-26.8.2")
+    );
+    let first = &cluster.lookups()[0];
+    assert_eq!(
+        (first.name.as_str(), first.namespace.as_deref()),
+        ("l5d-values", Some("mesh"))
+    );
+}
+
+const AT: &str = "ConfigMap linkerd/linkerd-config";
+
+/// Every unusable ConfigMap: the reason names the ConfigMap and the key; `reject` refuses the
+/// admission (the API server retries), `settings` injects from the settings alone and says so.
+#[rstest]
+#[case::missing(vec![], None,
+    format!("{AT} not found: is Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; policy.valuesFrom: settings reads no ConfigMap)"))]
+#[case::lookup_error(vec![linkerd_config("{}")],
+    Some(LookupError::Failed("lookup of ConfigMap linkerd/linkerd-config failed: connection refused".into())),
+    format!("could not read {AT}: lookup of ConfigMap linkerd/linkerd-config failed: connection refused (usually transient; the API server will retry)"))]
+#[case::no_values_key(vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "linkerd-config", "namespace": "linkerd"}, "data": {"global": "x"}})], None,
+    format!("{AT} has no data key \"values\""))]
+#[case::values_not_a_string(vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "linkerd-config", "namespace": "linkerd"}, "data": {"values": 3}})], None,
+    format!("{AT} has no data key \"values\""))]
+#[case::malformed_yaml(vec![linkerd_config("proxy:\n  logLevel: [unclosed\n")], None,
+    format!("{AT}, key \"values\": not YAML: "))]
+#[case::not_a_mapping(vec![linkerd_config("- proxy\n")], None,
+    format!("{AT}, key \"values\", under this policy's settings: settings: must be a mapping, got array"))]
+#[case::empty(vec![linkerd_config("")], None,
+    format!("{AT}, key \"values\", under this policy's settings: settings: must be a mapping, got null"))]
+#[case::wrong_type(vec![linkerd_config("proxy:\n  ports:\n    admin: lots\n")], None,
+    format!("{AT}, key \"values\", under this policy's settings: settings.proxy.ports.admin: "))]
+#[case::block_of_wrong_shape(vec![linkerd_config("proxy:\n  image: cr.l5d.io/linkerd/proxy\n")], None,
+    format!("{AT}, key \"values\", under this policy's settings: settings.proxy.image: must be an object, got string"))]
+#[case::invalid_value(vec![linkerd_config("proxy:\n  ports:\n    admin: 0\n")], None,
+    format!("{AT}, key \"values\", under this policy's settings: settings.proxy.ports.admin: must be 1-65535, got 0"))]
+fn unusable_linkerd_config(
+    #[case] objects: Vec<Value>,
+    #[case] failure: Option<LookupError>,
+    #[case] reason: String,
+) {
+    let cluster_of = || {
+        let mut all = vec![meshed_namespace()];
+        all.extend(objects.clone());
+        let c = MemoryCluster::new(all);
+        match failure.clone() {
+            Some(e) => c.fail("ConfigMap/linkerd-config", e),
+            None => c,
+        }
+    };
+    let reject = settings(json!({"identityTrustAnchorsPEM": PEM}));
+    let c = cluster_of();
+    let out = common::admit("Pod", &pod(), "shop", &reject, &c);
+    let Verdict::Rejected(message) = &out.verdict else {
+        panic!("rejected, got {:?}", out.verdict)
+    };
+    assert!(message.starts_with(&reason), "{message}\nwanted: {reason}");
+    assert_eq!(out.mutated, None, "never a half-parsed configuration");
+
+    let fallback =
+        settings(json!({"identityTrustAnchorsPEM": PEM, "policy": {"linkerdConfigFailure": "settings"}}));
+    let c = cluster_of();
+    let out = common::admit("Pod", &pod(), "shop", &fallback, &c);
+    let alone = settings(json!({"identityTrustAnchorsPEM": PEM, "policy": {"valuesFrom": "settings"}}));
+    let expected = common::admit("Pod", &pod(), "shop", &alone, &cluster_of());
+    assert_eq!(out.mutated, expected.mutated, "the settings alone");
+    assert_eq!(
+        out.audit_annotations["values"],
+        "settings only: linkerd-config unusable"
+    );
+    let warning = out.warnings.last().expect("a warning");
+    assert!(warning.starts_with(&reason), "{warning}");
+    assert!(
+        warning.ends_with(
+            "; the Linkerd values in effect are this policy's settings alone (policy.linkerdConfigFailure: settings)"
+        ),
+        "{warning}"
+    );
+}
+
+/// With the values from the settings alone, no ConfigMap is read and none is needed.
+#[test]
+fn settings_only_values_read_no_config_map() {
+    let s = settings(json!({"identityTrustAnchorsPEM": PEM, "policy": {"valuesFrom": "settings"}}));
+    let (out, cluster) = admit(&s, vec![meshed_namespace()]);
+    assert!(
+        matches!(out.verdict, Verdict::Injected { .. }),
+        "{:?}",
+        out.verdict
+    );
+    let kinds: Vec<&str> = cluster.lookups().iter().map(|l| l.kind).collect();
+    assert_eq!(kinds, ["Namespace"]);
+}
