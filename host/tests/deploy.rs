@@ -552,10 +552,16 @@ fn policy_server_can_make_every_lookup_and_no_more() {
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
         let resource = plural(&kind);
         let granted = if kind == "ConfigMap" {
-            // only Linkerd's trust roots, in the control plane's namespace
-            namespaced
-                .get(control_plane)
-                .is_some_and(|rules| grants(rules, group, resource, Some(trust_roots)))
+            // only Linkerd's trust roots and values, in the control plane's namespace
+            let rules = namespaced.get(control_plane);
+            let values_from_cluster = settings["policy"]["valuesFrom"].as_str() != Some("settings");
+            let linkerd_config = settings["policy"]["linkerdConfigMap"]
+                .as_str()
+                .unwrap_or("linkerd-config");
+            rules.is_some_and(|rules| {
+                grants(rules, group, resource, Some(trust_roots))
+                    && (!values_from_cluster || grants(rules, group, resource, Some(linkerd_config)))
+            })
         } else {
             grants(&cluster_rules, group, resource, None)
         };
