@@ -21,7 +21,7 @@ pub use input::{Document, InputError, Manifest, NamespaceInput};
 use linkerd_injector_policy::admit::{self, Request};
 use linkerd_injector_policy::cluster::MemoryCluster;
 use linkerd_injector_policy::outcome::{Outcome, Verdict};
-use linkerd_injector_policy::settings::{Settings, TrustAnchorsSource};
+use linkerd_injector_policy::settings::{Settings, TrustAnchorsSource, ValuesSource};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -203,7 +203,8 @@ fn reads_trust_config_map(settings: &Settings) -> bool {
 }
 
 /// The objects the core may look up: the Namespaces of the manifest's objects (all carrying
-/// the given metadata) and, when the settings point to it, the example trust ConfigMap.
+/// the given metadata), when the settings point to it the example trust ConfigMap, and an empty
+/// `linkerd-config`.
 pub fn cluster_for(manifest: &Manifest, ns: &NamespaceInput, settings: &Settings) -> MemoryCluster {
     let mut names: Vec<&str> = manifest.objects().map(|o| object_namespace(o, ns)).collect();
     names.sort_unstable();
@@ -221,6 +222,16 @@ pub fn cluster_for(manifest: &Manifest, ns: &NamespaceInput, settings: &Settings
             "metadata": {"name": settings.policy.trust_anchors_config_map,
                 "namespace": settings.policy.control_plane_namespace},
             "data": {"ca-bundle.crt": EXAMPLE_TRUST_BUNDLE}
+        }));
+    }
+    if settings.policy.values_from == ValuesSource::LinkerdConfig {
+        // The preview has no control plane: its `linkerd-config` holds no values, so the
+        // settings over the chart defaults are the values in effect.
+        objects.push(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": settings.policy.linkerd_config_map,
+                "namespace": settings.policy.control_plane_namespace},
+            "data": {"values": "{}\n"}
         }));
     }
     MemoryCluster::new(objects)
