@@ -191,11 +191,7 @@ fn get_pod_patch(
 /// TestGetAnnotationPatch on Services, through the whole admission path: the result is exactly
 /// Linkerd's.
 #[rstest]
-#[case::without_ns_opaque(
-    "service-without-opaque-ports.yaml",
-    "opaque",
-    Some("annotation.patch.json")
-)]
+#[case::without_ns_opaque("service-without-opaque-ports.yaml", "opaque", Some("annotation.patch.json"))]
 #[case::with_ns_opaque("service-with-opaque-ports.yaml", "opaque", None)]
 #[case::with_ns_enabled("service-with-opaque-ports.yaml", "enabled", None)]
 #[case::without_ns_enabled("service-without-opaque-ports.yaml", "enabled", None)]
@@ -232,11 +228,7 @@ fn get_annotation_patch_service(
 /// our skip path; compare the same function on the same input, then check the full admission
 /// agrees on the value.
 #[rstest]
-#[case::without_ns_opaque(
-    "pod-without-opaque-ports.yaml",
-    "opaque",
-    Some("annotation.patch.json")
-)]
+#[case::without_ns_opaque("pod-without-opaque-ports.yaml", "opaque", Some("annotation.patch.json"))]
 #[case::with_ns_opaque("pod-with-opaque-ports.yaml", "opaque", None)]
 #[case::with_ns_enabled("pod-with-opaque-ports.yaml", "enabled", None)]
 #[case::without_ns_enabled("pod-without-opaque-ports.yaml", "enabled", None)]
