@@ -450,7 +450,7 @@ fn admit_template(
     out.audit_annotations
         .insert("injection".into(), "injected".into());
     if let Some(note) = config.rendering.audit_note() {
-        out.audit_annotations.insert("renderVersion".into(), note);
+        out.audit_annotations.insert("rendering".into(), note);
     }
     out.audit_annotations.insert(
         "owner".into(),

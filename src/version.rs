@@ -136,7 +136,7 @@ impl Rendering {
         }
     }
 
-    /// The `renderVersion` audit annotation when the rendering is not the values' release:
+    /// The `rendering` audit annotation when the rendering is not the values' release:
     /// both versions, so an audit log shows what was rendered for what.
     pub fn audit_note(&self) -> Option<String> {
         self.outside_window().map(|theirs| {

@@ -245,7 +245,7 @@ fn outside_the_window_renders_the_newest_and_says_so(#[case] v: &str) {
         )]
     );
     assert_eq!(
-        outcome.audit_annotations.get("renderVersion").map(String::as_str),
+        outcome.audit_annotations.get("rendering").map(String::as_str),
         Some(format!("edge-26.8.3 for linkerdVersion {v} (outside edge-26.1.1 to edge-26.8.3)").as_str())
     );
     assert_eq!(
@@ -303,7 +303,7 @@ fn a_pin_renders_quietly_whatever_linkerd_version_says() {
     let old = injected(&settings(version("edge-26.5.1")));
     assert_eq!(pinned.mutated, old.mutated);
     assert_eq!(pinned.warnings, Vec::<String>::new());
-    assert_eq!(pinned.audit_annotations.get("renderVersion"), None);
+    assert_eq!(pinned.audit_annotations.get("rendering"), None);
 }
 
 // --- not release tags ---------------------------------------------------------------------
@@ -322,7 +322,7 @@ fn placeholders_render_as_the_newest(#[case] v: &str) {
     let newest = injected(&tracing("edge-26.8.3"));
     assert_eq!(outcome.mutated, newest.mutated);
     assert_eq!(outcome.warnings, Vec::<String>::new());
-    assert_eq!(outcome.audit_annotations.get("renderVersion"), None);
+    assert_eq!(outcome.audit_annotations.get("rendering"), None);
     assert!(
         Settings::from_value(version(v))
             .expect("valid")
