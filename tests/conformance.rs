@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use linkerd_injector_policy::cluster::MemoryCluster;
 use linkerd_injector_policy::opaque;
 use linkerd_injector_policy::outcome::Verdict;
 use linkerd_injector_policy::pod;
@@ -162,7 +161,7 @@ fn get_pod_patch(
     let data = release.data();
     let settings = release.settings();
     let (pod, rs) = with_deployment_owner(load(data, input));
-    let cluster = MemoryCluster::new(vec![namespace("kube-public", ns_annotations(ns)), rs]);
+    let cluster = cluster(vec![namespace("kube-public", ns_annotations(ns)), rs]);
     let outcome = admit("Pod", &pod, "kube-public", &settings, &cluster);
     assert!(
         matches!(outcome.verdict, Verdict::Injected { .. }),
@@ -210,7 +209,7 @@ fn get_annotation_patch_service(
     let data = release.data();
     let settings = release.settings();
     let svc = load(data, input);
-    let cluster = MemoryCluster::new(vec![namespace("kube-public", ns_annotations(ns))]);
+    let cluster = cluster(vec![namespace("kube-public", ns_annotations(ns))]);
     let outcome = admit("Service", &svc, "kube-public", &settings, &cluster);
     assert_eq!(outcome.verdict, Verdict::NotApplicable);
     match expected {
@@ -271,7 +270,7 @@ fn get_annotation_patch_pod(
     };
     assert_eq!(ours, theirs, "{input} in ns {ns}");
 
-    let cluster = MemoryCluster::new(vec![namespace("kube-public", ns_ann)]);
+    let cluster = cluster(vec![namespace("kube-public", ns_ann)]);
     let outcome = admit("Pod", &pod, "kube-public", &settings, &cluster);
     let admitted = outcome.mutated.unwrap_or(pod);
     assert_eq!(

@@ -46,7 +46,7 @@ fn inject(s: &Settings, annotations: Value, ns_annotations: Value) -> (Value, Ou
     for (k, v) in annotations.as_object().into_iter().flatten() {
         pod["metadata"]["annotations"][k] = v.clone();
     }
-    let cluster = MemoryCluster::new(vec![namespace(FIXTURE_NAMESPACE, ns_annotations), rs]);
+    let cluster = cluster(vec![namespace(FIXTURE_NAMESPACE, ns_annotations), rs]);
     let outcome = admit("Pod", &pod, FIXTURE_NAMESPACE, s, &cluster);
     (pod, outcome)
 }
@@ -376,4 +376,86 @@ fn render_version_empty_or_null_is_unset(#[case] v: Value) {
 )]
 fn version_settings_errors_name_the_key(#[case] doc: Value, #[case] message: &str) {
     assert_eq!(Settings::from_value(doc).unwrap_err().to_string(), message);
+}
+
+// --- the version of the control plane's linkerd-config ----------------------------------
+
+/// Settings that leave `linkerdVersion` to the cluster's values.
+fn cluster_settings(policy: Value) -> Settings {
+    let mut s =
+        json!({"identityTrustAnchorsPEM": "IdentityTrustAnchorsPEM", "policy": {"createdBy": CREATED_BY}});
+    merge(&mut s["policy"], policy);
+    Settings::from_value(s).expect("settings are valid")
+}
+
+/// `pod-inject-enabled.yaml` with the control plane's values `values`.
+fn inject_with_values(s: &Settings, values: &str) -> Outcome {
+    let (pod, rs) = with_deployment_owner(load(WEBHOOK_DATA, "pod-inject-enabled.yaml"));
+    let cluster = MemoryCluster::new(vec![
+        namespace(FIXTURE_NAMESPACE, json!({"linkerd.io/inject": "enabled"})),
+        rs,
+        linkerd_config(values),
+    ]);
+    let outcome = admit("Pod", &pod, FIXTURE_NAMESPACE, s, &cluster);
+    assert!(
+        matches!(outcome.verdict, Verdict::Injected { .. }),
+        "{:?}",
+        outcome.verdict
+    );
+    outcome
+}
+
+fn proxy_is_native(outcome: &Outcome) -> bool {
+    let init = &mutated(outcome)["spec"]["initContainers"];
+    init.as_array()
+        .into_iter()
+        .flatten()
+        .any(|c| c["name"] == "linkerd-proxy")
+}
+
+/// The release named by the cluster's values picks the chart default of its keys left unset.
+#[rstest]
+#[case::before_first_tag("linkerdVersion: edge-26.5.1\n", false)]
+#[case::first_tag("linkerdVersion: edge-26.5.2\n", true)]
+#[case::explicit_wins("linkerdVersion: edge-26.5.1\nproxy:\n  nativeSidecar: true\n", true)]
+fn native_sidecar_default_from_linkerd_config(#[case] values: &str, #[case] native: bool) {
+    let outcome = inject_with_values(&cluster_settings(json!({})), values);
+    assert_eq!(proxy_is_native(&outcome), native);
+    assert_eq!(outcome.warnings, Vec::<String>::new());
+}
+
+/// Linkerd's own install goldens: the version is a placeholder (rendered as the newest, silently)
+/// and `nativeSidecar` is stated, so each release's ConfigMap gives that release's placement.
+#[rstest]
+#[case::edge_26_5_1("edge-26.5.1", false)]
+#[case::edge_26_8_3("edge-26.8.3", true)]
+fn install_goldens_keep_their_placement(#[case] tag: &str, #[case] native: bool) {
+    let golden = load(
+        &format!("tests/fixtures/linkerd-config/{tag}"),
+        "install_default.yaml",
+    );
+    let values = golden["data"]["values"].as_str().expect("values");
+    let outcome = inject_with_values(&cluster_settings(json!({})), values);
+    assert_eq!(proxy_is_native(&outcome), native);
+    assert_eq!(outcome.warnings, Vec::<String>::new());
+    assert_eq!(outcome.audit_annotations.get("rendering"), None);
+}
+
+#[test]
+fn linkerd_config_outside_the_window_is_reported() {
+    let outcome = inject_with_values(&cluster_settings(json!({})), "linkerdVersion: edge-26.9.1\n");
+    assert_eq!(
+        outcome.audit_annotations.get("rendering").map(String::as_str),
+        Some("edge-26.8.3 for linkerdVersion edge-26.9.1 (outside edge-26.1.1 to edge-26.8.3)")
+    );
+    assert_eq!(outcome.warnings.len(), 1, "{:?}", outcome.warnings);
+}
+
+/// The pin is a setting: it holds whatever the cluster's values say.
+#[test]
+fn a_pin_holds_over_linkerd_config() {
+    let s = cluster_settings(json!({"renderVersion": "edge-26.5.1"}));
+    let outcome = inject_with_values(&s, "linkerdVersion: edge-26.9.1\n");
+    assert!(!proxy_is_native(&outcome));
+    assert_eq!(outcome.warnings, Vec::<String>::new());
 }

@@ -57,7 +57,8 @@ fn through_module(
     release: Release,
 ) -> Result<(Value, injector_host::AdmissionResponse), String> {
     let mut state = ClusterState::new();
-    for o in std::iter::once(namespace(NAMESPACE, ns_annotations(ns))).chain(extra_objects) {
+    let objects = [namespace(NAMESPACE, ns_annotations(ns)), neutral_linkerd_config()];
+    for o in objects.into_iter().chain(extra_objects) {
         state.insert(o).map_err(|e| format!("cluster state: {e}"))?;
     }
     let host = cluster_host(state, faults(&[]));
@@ -348,7 +349,7 @@ fn admit_pod(
         pod["metadata"]["annotations"][k] = v.clone();
     }
     let mut state = ClusterState::new();
-    for o in [namespace(NAMESPACE, ns_annotations), rs] {
+    for o in [namespace(NAMESPACE, ns_annotations), rs, neutral_linkerd_config()] {
         state.insert(o).expect("cluster state");
     }
     let host = cluster_host(state, faults(&[]));
