@@ -414,6 +414,7 @@ fn admit_template(
     let mut annotations: BTreeMap<String, String> = ann::INHERITED_FROM_NAMESPACE
         .iter()
         .filter(|k| !pod_ann.contains_key(**k))
+        .filter(|k| config.rendering.version.knows_annotation(k))
         .filter_map(|k| ns_ann.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
     annotations.insert(ann::CREATED_BY.into(), settings.policy.created_by.clone());
@@ -448,6 +449,9 @@ fn admit_template(
     }
     out.audit_annotations
         .insert("injection".into(), "injected".into());
+    if let Some(note) = config.rendering.audit_note() {
+        out.audit_annotations.insert("rendering".into(), note);
+    }
     out.audit_annotations.insert(
         "owner".into(),
         format!("{}/{} ({})", owner.kind, owner.name, resolution.describe()),

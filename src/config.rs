@@ -8,7 +8,8 @@
 use crate::annotations as ann;
 use crate::parse::{duration, go, ports, quantity::Quantity};
 use crate::pod;
-use crate::settings::Settings;
+use crate::settings::{Settings, VersionOutsideWindow};
+use crate::version::{self, Rendering};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -18,6 +19,8 @@ pub enum ConfigError {
     LogHttpHeaders(String),
     #[error("annotation {key}: requires proxyInit.runAsRoot: true in the policy settings", key = ann::CLOSE_WAIT_TIMEOUT)]
     CloseWaitNeedsRoot,
+    #[error("linkerdVersion {0} is outside the Linkerd releases this policy renders exactly ({window}) and policy.versionOutsideWindow is reject; pin one with policy.renderVersion, or use a policy release that knows {0}", window = version::window())]
+    VersionOutsideWindow(String),
 }
 
 /// Settings with the pod's overrides applied, plus what only annotations can switch on.
@@ -26,6 +29,8 @@ pub struct ProxyConfig {
     pub values: Settings,
     pub debug_sidecar: bool,
     pub close_wait_secs: i64,
+    /// Which release's injector renders this pod.
+    pub rendering: Rendering,
     pub warnings: Vec<String>,
 }
 
@@ -56,6 +61,7 @@ pub fn effective(
 ) -> Result<ProxyConfig, ConfigError> {
     let mut v = settings.clone();
     let mut warnings = Vec::new();
+    let rendering = rendering(settings, &mut warnings)?;
     let mut warn = |key: &str, value: &str, expected: &str, kept: String| {
         warnings.push(format!(
             "annotation {key}: invalid value \"{value}\" ({expected}); using {kept}"
@@ -320,7 +326,9 @@ pub fn effective(
         (layers.namespace.get(ann::ADDITIONAL_ENV), "namespace"),
         (layers.pod.get(ann::ADDITIONAL_ENV), "pod"),
     ] {
-        let Some(raw) = layer else { continue };
+        let Some(raw) = layer.filter(|_| rendering.version.reads_additional_env_annotation()) else {
+            continue;
+        };
         match parse_env_list(raw) {
             Some(list) => merge_env(&mut p.additional_env, list),
             None => warnings.push(format!(
@@ -347,8 +355,26 @@ pub fn effective(
         values: v,
         debug_sidecar,
         close_wait_secs,
+        rendering,
         warnings,
     })
+}
+
+/// The rendering for the settings' `linkerdVersion`; a release outside the window renders as
+/// the newest with a warning, or is refused when the settings say so.
+fn rendering(settings: &Settings, warnings: &mut Vec<String>) -> Result<Rendering, ConfigError> {
+    let r = Rendering::of(&settings.linkerd_version, settings.policy.render_version);
+    if let Some(theirs) = r.outside_window() {
+        if settings.policy.version_outside_window == VersionOutsideWindow::Reject {
+            return Err(ConfigError::VersionOutsideWindow(theirs.to_string()));
+        }
+        warnings.push(format!(
+            "linkerdVersion {theirs} is outside the Linkerd releases this policy renders exactly ({}); the proxy is rendered as {}'s injector renders it (policy.versionOutsideWindow: renderNewest)",
+            version::window(),
+            r.version
+        ));
+    }
+    Ok(r)
 }
 
 fn quoted(s: &str) -> String {

@@ -22,6 +22,7 @@ pub mod render;
 pub mod settings;
 pub mod trust;
 pub mod verify;
+pub mod version;
 pub mod wire;
 
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};

@@ -1,18 +1,51 @@
 //! The webhook-fixture conformance suite of `tests/conformance.rs`, again, through the compiled
-//! module (`../policy.wasm`) and the engine: every case is an AdmissionRequest evaluated in a
-//! fresh instance with the context-aware resources of `policy.yaml`; the response's JSON patch
-//! is decoded and applied to the request's object, and the result must equal Linkerd's expected
-//! patch applied to the same input (plus the handler-level additions the native suite asserts
-//! explicitly; `null` members count as absent).
+//! module (`../policy.wasm`) and the engine, at each release whose fixtures differ: every case is
+//! an AdmissionRequest evaluated in a fresh instance with the context-aware resources of
+//! `policy.yaml`; the response's JSON patch is decoded and applied to the request's object, and
+//! the result must equal Linkerd's expected patch applied to the same input (plus the
+//! handler-level additions the native suite asserts explicitly; `null` members count as absent).
+//! Then the version rules through the module: the changes of the window, releases outside it.
 
 mod common;
 mod policy_support;
 
 use injector_host::context::ClusterState;
 use policy_support::*;
+use rstest::rstest;
 use serde_json::{Value, json};
 
 const NAMESPACE: &str = FIXTURE_NAMESPACE;
+
+/// A release with its own webhook fixtures: its tag, its data, and the settings that render it
+/// (the values keep `linkerdVersion: dev-undefined`, the newest rendering, so older releases are
+/// pinned with `policy.renderVersion`).
+#[derive(Debug, Clone, Copy)]
+struct Release {
+    tag: &'static str,
+    data: &'static str,
+    pinned: bool,
+}
+
+const EDGE_26_5_1: Release = Release {
+    tag: "edge-26.5.1",
+    data: "tests/fixtures/linkerd-versions/edge-26.5.1/proxy-injector-fake-data",
+    pinned: true,
+};
+const EDGE_26_8_3: Release = Release {
+    tag: "edge-26.8.3",
+    data: WEBHOOK_DATA,
+    pinned: false,
+};
+
+impl Release {
+    fn settings(self) -> Value {
+        let mut s = webhook_settings_json();
+        if self.pinned {
+            s["policy"]["renderVersion"] = json!(self.tag);
+        }
+        s
+    }
+}
 
 /// One admission through the module: the object after the response's patch.
 fn through_module(
@@ -21,14 +54,16 @@ fn through_module(
     ns: &str,
     extra_objects: Vec<Value>,
     uid: &str,
+    release: Release,
 ) -> Result<(Value, injector_host::AdmissionResponse), String> {
     let mut state = ClusterState::new();
-    for o in std::iter::once(namespace(NAMESPACE, ns_annotations(ns))).chain(extra_objects) {
+    let objects = [namespace(NAMESPACE, ns_annotations(ns)), neutral_linkerd_config()];
+    for o in objects.into_iter().chain(extra_objects) {
         state.insert(o).map_err(|e| format!("cluster state: {e}"))?;
     }
     let host = cluster_host(state, faults(&[]));
     let request = create_request(kind, NAMESPACE, uid, object.clone());
-    let response = evaluate(&host, &request, &settings(webhook_settings_json()));
+    let response = evaluate(&host, &request, &settings(release.settings()));
     if response.uid != uid || !response.allowed {
         return Err(format!(
             "{kind} in ns {ns}: not allowed: {}",
@@ -49,14 +84,21 @@ fn mismatch(what: &str, ours: &Value, theirs: &Value) -> String {
 
 /// TestGetPodPatch: `extra` are the annotations the real handler adds that `GetPodPatch` does
 /// not (created-by always; `linkerd.io/inject` inherited from the namespace).
-fn pod_case(input: &str, ns: &str, expected: &str, extra: Value, uid: &str) -> Result<(), String> {
+fn pod_case(
+    input: &str,
+    ns: &str,
+    expected: &str,
+    extra: Value,
+    uid: &str,
+    release: Release,
+) -> Result<(), String> {
     let what = format!("{input} in ns {ns} vs {expected}");
-    let (pod, rs) = with_deployment_owner(load(WEBHOOK_DATA, input));
-    let (ours, response) = through_module("Pod", &pod, ns, vec![rs], uid)?;
+    let (pod, rs) = with_deployment_owner(load(release.data, input));
+    let (ours, response) = through_module("Pod", &pod, ns, vec![rs], uid, release)?;
     if response.patch.is_none() {
         return Err(format!("{what}: no patch"));
     }
-    let mut theirs = apply_patch(&pod, &load(WEBHOOK_DATA, expected));
+    let mut theirs = apply_patch(&pod, &load(release.data, expected));
     let mut extra = extra;
     extra["linkerd.io/created-by"] = json!(CREATED_BY);
     for (k, v) in extra.as_object().into_iter().flatten() {
@@ -70,21 +112,30 @@ fn pod_case(input: &str, ns: &str, expected: &str, extra: Value, uid: &str) -> R
         return Err(format!("{what}: input field lost at {path}"));
     }
     let audit = response.audit_annotations.unwrap_or_default();
-    if audit.get("injection").map(String::as_str) != Some("injected") {
+    if audit.get("injection").map(String::as_str) != Some("injected") || audit.contains_key("rendering") {
         return Err(format!("{what}: audit annotations {audit:?}"));
+    }
+    if let Some(w) = response.warnings.filter(|w| !w.is_empty()) {
+        return Err(format!("{what}: warnings {w:?}"));
     }
     Ok(())
 }
 
 /// TestGetAnnotationPatch for Services: the result is exactly Linkerd's (no patch when Linkerd
 /// has none).
-fn service_case(input: &str, ns: &str, expected: Option<&str>, uid: &str) -> Result<(), String> {
+fn service_case(
+    input: &str,
+    ns: &str,
+    expected: Option<&str>,
+    uid: &str,
+    release: Release,
+) -> Result<(), String> {
     let what = format!("{input} in ns {ns} vs {}", expected.unwrap_or("no patch"));
-    let svc = load(WEBHOOK_DATA, input);
-    let (ours, response) = through_module("Service", &svc, ns, vec![], uid)?;
+    let svc = load(release.data, input);
+    let (ours, response) = through_module("Service", &svc, ns, vec![], uid, release)?;
     match expected {
         Some(patch) => {
-            let theirs = apply_patch(&svc, &load(WEBHOOK_DATA, patch));
+            let theirs = apply_patch(&svc, &load(release.data, patch));
             if ours != theirs {
                 return Err(mismatch(&what, &ours, &theirs));
             }
@@ -104,12 +155,18 @@ fn service_case(input: &str, ns: &str, expected: Option<&str>, uid: &str) -> Res
 /// TestGetAnnotationPatch for Pods: the native suite compares the core's opaque-ports function;
 /// through the module the admitted (injected or skipped) pod's `config.linkerd.io/opaque-ports`
 /// annotation must be the one of Linkerd's expected result.
-fn pod_annotation_case(input: &str, ns: &str, expected: Option<&str>, uid: &str) -> Result<(), String> {
+fn pod_annotation_case(
+    input: &str,
+    ns: &str,
+    expected: Option<&str>,
+    uid: &str,
+    release: Release,
+) -> Result<(), String> {
     let what = format!("{input} in ns {ns} vs {}", expected.unwrap_or("no patch"));
-    let pod = load(WEBHOOK_DATA, input);
-    let (ours, _) = through_module("Pod", &pod, ns, vec![], uid)?;
+    let pod = load(release.data, input);
+    let (ours, _) = through_module("Pod", &pod, ns, vec![], uid, release)?;
     let theirs = match expected {
-        Some(patch) => apply_patch(&pod, &load(WEBHOOK_DATA, patch)),
+        Some(patch) => apply_patch(&pod, &load(release.data, patch)),
         None => pod.clone(),
     };
     let key = "/metadata/annotations/config.linkerd.io~1opaque-ports";
@@ -144,17 +201,23 @@ impl Case {
         }
     }
 
-    fn run(&self, uid: &str) -> Result<(), String> {
+    fn run(&self, uid: &str, release: Release) -> Result<(), String> {
         match self {
-            Self::Pod(input, ns, expected, extra) => pod_case(input, ns, expected, extra.clone(), uid),
-            Self::Service(input, ns, expected) => service_case(input, ns, *expected, uid),
-            Self::PodAnnotation(input, ns, expected) => pod_annotation_case(input, ns, *expected, uid),
+            Self::Pod(input, ns, expected, extra) => {
+                pod_case(input, ns, expected, extra.clone(), uid, release)
+            }
+            Self::Service(input, ns, expected) => service_case(input, ns, *expected, uid, release),
+            Self::PodAnnotation(input, ns, expected) => {
+                pod_annotation_case(input, ns, *expected, uid, release)
+            }
         }
     }
 }
 
-#[test]
-fn webhook_fixtures_through_the_module() {
+#[rstest]
+#[case::edge_26_5_1(EDGE_26_5_1)]
+#[case::edge_26_8_3(EDGE_26_8_3)]
+fn webhook_fixtures_through_the_module(#[case] release: Release) {
     use Case::{Pod, PodAnnotation, Service};
     let none = || json!({});
     let cases = [
@@ -242,12 +305,13 @@ fn webhook_fixtures_through_the_module() {
     let total = cases.len();
     let mut failures = Vec::new();
     for (i, case) in cases.iter().enumerate() {
-        if let Err(e) = case.run(&format!("conformance-{i:02}")) {
+        if let Err(e) = case.run(&format!("conformance-{i:02}"), release) {
             failures.push(format!("[{}] {e}", case.name()));
         }
     }
     println!(
-        "conformance: {}/{total} through the module",
+        "conformance {}: {}/{total} through the module",
+        release.tag,
         total - failures.len()
     );
     assert!(
@@ -255,5 +319,186 @@ fn webhook_fixtures_through_the_module() {
         "{} of {total} cases failed:\n{}",
         failures.len(),
         failures.join("\n\n")
+    );
+}
+
+// --- the version rules through the module -------------------------------------------------
+
+/// Linkerd's webhook config with `extra` merged over it; the image tags stay `dev-undefined`
+/// whatever `linkerdVersion` says, so renderings compare on their version differences only.
+fn version_settings(extra: Value) -> Value {
+    let mut s = webhook_settings_json();
+    s["proxy"] = json!({"image": {"version": "dev-undefined"}});
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        match (s.get_mut(k).and_then(Value::as_object_mut), v.as_object()) {
+            (Some(base), Some(over)) => base.extend(over.clone()),
+            _ => s[k] = v.clone(),
+        }
+    }
+    s
+}
+
+/// `pod-inject-enabled.yaml` with `annotations`, in a namespace with `ns_annotations`.
+fn admit_pod(
+    settings_json: Value,
+    annotations: Value,
+    ns_annotations: Value,
+) -> (Value, injector_host::AdmissionResponse) {
+    let (mut pod, rs) = with_deployment_owner(load(WEBHOOK_DATA, "pod-inject-enabled.yaml"));
+    for (k, v) in annotations.as_object().into_iter().flatten() {
+        pod["metadata"]["annotations"][k] = v.clone();
+    }
+    let mut state = ClusterState::new();
+    for o in [namespace(NAMESPACE, ns_annotations), rs, neutral_linkerd_config()] {
+        state.insert(o).expect("cluster state");
+    }
+    let host = cluster_host(state, faults(&[]));
+    let request = create_request("Pod", NAMESPACE, "version-case", pod.clone());
+    let response = evaluate(&host, &request, &settings(settings_json));
+    (patched(&pod, &response), response)
+}
+
+fn enabled() -> Value {
+    json!({"linkerd.io/inject": "enabled"})
+}
+
+fn proxy_env<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
+    ["initContainers", "containers"]
+        .iter()
+        .filter_map(|k| pod["spec"][k].as_array())
+        .flatten()
+        .filter(|c| c["name"] == "linkerd-proxy")
+        .filter_map(|c| c["env"].as_array())
+        .flatten()
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str())
+}
+
+#[rstest]
+#[case::before_first_tag("edge-26.4.2", None)]
+#[case::first_tag("edge-26.4.3", Some("p"))]
+fn additional_env_annotation_through_the_module(#[case] v: &str, #[case] value: Option<&str>) {
+    let (pod, response) = admit_pod(
+        version_settings(json!({"linkerdVersion": v})),
+        json!({"config.linkerd.io/proxy-additional-env": r#"[{"name":"FROM_POD","value":"p"}]"#}),
+        enabled(),
+    );
+    assert!(response.allowed);
+    assert_eq!(proxy_env(&pod, "FROM_POD"), value);
+}
+
+#[rstest]
+#[case::before_first_tag("edge-26.5.1", ["linkerd-init"], ["nginx", "linkerd-proxy"])]
+#[case::first_tag("edge-26.5.2", ["linkerd-init", "linkerd-proxy"], ["nginx"])]
+fn native_sidecar_default_through_the_module<const I: usize, const C: usize>(
+    #[case] v: &str,
+    #[case] init: [&str; I],
+    #[case] containers: [&str; C],
+) {
+    let (pod, _) = admit_pod(
+        version_settings(json!({"linkerdVersion": v})),
+        json!({}),
+        enabled(),
+    );
+    let names = |k: &str| -> Vec<String> {
+        pod["spec"][k]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["name"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(names("initContainers"), init);
+    let mut ours = names("containers");
+    ours.sort();
+    let mut theirs = containers.map(str::to_owned).to_vec();
+    theirs.sort();
+    assert_eq!(ours, theirs);
+}
+
+#[rstest]
+#[case::before_first_tag("edge-26.6.3", "cluster.example")]
+#[case::first_tag("edge-26.7.1", "trust.example")]
+fn trace_collector_identity_through_the_module(#[case] v: &str, #[case] domain: &str) {
+    let (pod, _) = admit_pod(
+        version_settings(json!({
+            "linkerdVersion": v, "clusterDomain": "cluster.example", "identityTrustDomain": "trust.example",
+            "proxy": {"image": {"version": "dev-undefined"}, "tracing": {"enabled": true, "collector": {
+                "endpoint": "collector.tracing:4317",
+                "meshIdentity": {"serviceAccountName": "collector", "namespace": "tracing"}}}}
+        })),
+        json!({}),
+        enabled(),
+    );
+    assert_eq!(
+        proxy_env(&pod, "LINKERD2_PROXY_TRACE_COLLECTOR_SVC_NAME"),
+        Some(format!("collector.tracing.serviceaccount.identity.linkerd.{domain}").as_str())
+    );
+}
+
+/// Rendered as edge-26.8.3, with the warning and the `rendering` audit annotation.
+#[rstest]
+#[case::edge_2025("edge-25.12.3")]
+#[case::newer_edge("edge-26.9.1")]
+#[case::stable("stable-2.14.0")]
+fn outside_the_window_through_the_module(#[case] v: &str) {
+    let (pod, response) = admit_pod(
+        version_settings(json!({"linkerdVersion": v})),
+        json!({}),
+        enabled(),
+    );
+    let (newest, _) = admit_pod(
+        version_settings(json!({"linkerdVersion": "edge-26.8.3"})),
+        json!({}),
+        enabled(),
+    );
+    assert!(response.allowed);
+    assert_eq!(pod, newest);
+    assert_eq!(
+        response.warnings,
+        Some(vec![format!(
+            "linkerdVersion {v} is outside the Linkerd releases this policy renders exactly (edge-26.1.1 to edge-26.8.3); the proxy is rendered as edge-26.8.3's injector renders it (policy.versionOutsideWindow: renderNewest)"
+        )])
+    );
+    let audit = response.audit_annotations.unwrap_or_default();
+    assert_eq!(
+        audit.get("rendering").map(String::as_str),
+        Some(format!("edge-26.8.3 for linkerdVersion {v} (outside edge-26.1.1 to edge-26.8.3)").as_str())
+    );
+}
+
+#[rstest]
+#[case::newer_edge("edge-26.9.1")]
+#[case::stable("stable-2.14.0")]
+fn outside_the_window_rejected_through_the_module(#[case] v: &str) {
+    let (_, response) = admit_pod(
+        version_settings(json!({"linkerdVersion": v, "policy": {"versionOutsideWindow": "reject"}})),
+        json!({}),
+        enabled(),
+    );
+    assert!(!response.allowed);
+    assert_eq!(response.patch, None);
+    assert_eq!(
+        response.status.and_then(|s| s.message),
+        Some(format!(
+            "linkerdVersion {v} is outside the Linkerd releases this policy renders exactly (edge-26.1.1 to edge-26.8.3) and policy.versionOutsideWindow is reject; pin one with policy.renderVersion, or use a policy release that knows {v}"
+        ))
+    );
+}
+
+/// `validate_settings` refuses a pin outside the window, naming the key.
+#[test]
+fn render_version_outside_the_window_is_refused_by_validate_settings() {
+    let host = cluster_host(ClusterState::new(), faults(&[]));
+    let s = settings(json!({"policy": {"renderVersion": "edge-26.9.1"}}));
+    assert_eq!(
+        settings_verdict(&host, &s),
+        (
+            false,
+            Some(
+                "settings.policy.renderVersion: must be an edge release from edge-26.1.1 to edge-26.8.3 such as \"edge-26.1.1\", got \"edge-26.9.1\""
+                    .to_string()
+            )
+        )
     );
 }

@@ -277,14 +277,22 @@ fn tracing_env(cx: &Context<'_>, env: &mut Vec<Value>) {
         "LINKERD2_PROXY_TRACE_COLLECTOR_SVC_ADDR",
         &*t.collector.endpoint,
     ));
+    // Before edge-26.7.1 the collector's identity ended in the cluster domain.
+    let domain = if cx
+        .config
+        .rendering
+        .version
+        .trace_collector_identity_from_trust_domain()
+    {
+        v.trust_domain()
+    } else {
+        &v.cluster_domain
+    };
     env.push(var(
         "LINKERD2_PROXY_TRACE_COLLECTOR_SVC_NAME",
         format!(
-            "{}.{}.serviceaccount.identity.{}.{}",
-            id.service_account_name,
-            id.namespace,
-            v.policy.control_plane_namespace,
-            v.trust_domain()
+            "{}.{}.serviceaccount.identity.{}.{domain}",
+            id.service_account_name, id.namespace, v.policy.control_plane_namespace,
         ),
     ));
     env.push(var("LINKERD2_PROXY_TRACE_EXTRA_ATTRIBUTES", extra));

@@ -11,6 +11,7 @@ mod values;
 
 pub use policy::{
     LookupFailure, Mode, OwnerResolution, PolicyOptions, TrustAnchorsSource, ValuesFailure, ValuesSource,
+    VersionOutsideWindow,
 };
 pub use values::*;
 
@@ -167,6 +168,7 @@ fn check_shapes(value: &Value) -> Result<(), SettingsError> {
 /// validated as a whole.
 fn decode_over_defaults<const N: usize>(layers: [Value; N]) -> Result<Settings, SettingsError> {
     let mut merged = defaults_document().clone();
+    policy::apply_version_defaults(&mut merged, &layers);
     for layer in layers.into_iter().filter(|l| !l.is_null()) {
         merge(&mut merged, layer);
     }

@@ -1,6 +1,8 @@
 //! Settings that exist only in this policy, under the `policy` key.
 
-use serde::{Deserialize, Serialize};
+use crate::version::{self, Edge, Rendering, Tag};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 
 /// Where the identity trust bundle comes from.
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -76,6 +78,19 @@ pub enum Mode {
     Verify,
 }
 
+/// What to do with a pod when `linkerdVersion` is a release outside the window this policy
+/// renders exactly (`edge-26.1.1` to `edge-26.8.3`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum VersionOutsideWindow {
+    /// Render the newest known injector, with a warning and an audit annotation naming both
+    /// versions.
+    #[default]
+    RenderNewest,
+    /// Reject the pod, naming both versions.
+    Reject,
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyOptions {
@@ -104,6 +119,11 @@ pub struct PolicyOptions {
     pub restricted_annotations_exempt_label: String,
     /// Allow the proxy to run as uid 0 (it then fails `runAsNonRoot` anyway).
     pub allow_root_proxy: bool,
+    /// The release whose injector renders, whatever `linkerdVersion` says; unset follows
+    /// `linkerdVersion`.
+    #[serde(deserialize_with = "render_version_de", serialize_with = "render_version_ser")]
+    pub render_version: Option<Edge>,
+    pub version_outside_window: VersionOutsideWindow,
 }
 
 impl Default for PolicyOptions {
@@ -123,6 +143,8 @@ impl Default for PolicyOptions {
             restricted_annotations: Vec::new(),
             restricted_annotations_exempt_label: String::new(),
             allow_root_proxy: false,
+            render_version: None,
+            version_outside_window: VersionOutsideWindow::RenderNewest,
         }
     }
 }
@@ -151,5 +173,55 @@ impl PolicyOptions {
             Some((k, v)) => (k, Some(v)),
             None => (l, None),
         })
+    }
+}
+
+/// A pin must be a release this policy renders exactly; empty or `null` is unset.
+fn render_version_de<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Edge>, D::Error> {
+    let raw = Option::<String>::deserialize(d)?;
+    match raw.as_deref() {
+        None | Some("") => Ok(None),
+        Some(s) => render_version_pin(s).map(Some).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "must be an edge release from {} such as \"{}\", got \"{s}\"",
+                version::window(),
+                version::OLDEST
+            ))
+        }),
+    }
+}
+
+fn render_version_pin(s: &str) -> Option<Edge> {
+    match Tag::parse(s) {
+        Tag::Edge(e) if e.in_window() => Some(e),
+        _ => None,
+    }
+}
+
+fn render_version_ser<S: Serializer>(v: &Option<Edge>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(e) => s.collect_str(e),
+        None => s.serialize_none(),
+    }
+}
+
+/// Writes the chart defaults that changed inside the window into `defaults`, for the release
+/// that renders `layers` (the topmost layer's `linkerdVersion` and `policy.renderVersion`, else
+/// the defaults' version): what Helm would have filled in for keys no layer sets.
+pub(super) fn apply_version_defaults(defaults: &mut Value, layers: &[Value]) {
+    let top = |pointer: &str| layers.iter().rev().find_map(|l| l.pointer(pointer));
+    let linkerd_version = top("/linkerdVersion")
+        .or_else(|| defaults.get("linkerdVersion"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let pin = top("/policy/renderVersion")
+        .and_then(Value::as_str)
+        .and_then(render_version_pin);
+    let rendering = Rendering::of(linkerd_version, pin);
+    if let Some(proxy) = defaults.get_mut("proxy").and_then(Value::as_object_mut) {
+        proxy.insert(
+            "nativeSidecar".into(),
+            Value::Bool(rendering.version.native_sidecar_by_default()),
+        );
     }
 }
