@@ -3,6 +3,15 @@
 //! This file is the waPC shell: it registers the guest functions and hands payloads to
 //! [`wire`]; everything else is a pure core that also compiles natively (see DESIGN.md).
 #![deny(rust_2018_idioms)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
 
 pub mod admit;
 pub mod annotations;

@@ -57,12 +57,5 @@ pub fn trust_anchors(settings: &Settings, cluster: &dyn Cluster) -> Result<Strin
 
 /// Hex SHA-256 of the raw bundle, for `linkerd.io/trust-root-sha256`.
 pub fn sha256_hex(bundle: &str) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = Sha256::digest(bundle.as_bytes());
-    let mut out = String::with_capacity(64);
-    for b in digest.iter() {
-        out.push(HEX[usize::from(b >> 4)] as char);
-        out.push(HEX[usize::from(b & 0xf)] as char);
-    }
-    out
+    format!("{:x}", Sha256::digest(bundle.as_bytes()))
 }

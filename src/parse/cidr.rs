@@ -103,137 +103,34 @@ fn parse_prefix(s: &str) -> Option<u8> {
     }
 }
 
-/// Go's `netip.ParseAddr`, without zones.
+/// Go's `netip.ParseAddr` as `net.ParseCIDR` uses it: std's parser, which has Go's grammar.
+///
+/// Both reject leading zeros in IPv4 octets (also in an IPv6 address's embedded IPv4), allow at
+/// most four hex digits an IPv6 group and an embedded IPv4 only as the last 32 bits, and need
+/// `::` to stand for at least one group. They differ on zones: Go's `ParseAddr` accepts
+/// `fe80::1%eth0` and `ParseCIDR` then rejects it; std has no zone syntax, which is the same
+/// answer. Std's error carries no reason, so [`why_not_an_address`] gives one.
 fn parse_addr(s: &str) -> Result<IpAddr, &'static str> {
-    for b in s.bytes() {
-        match b {
-            b'.' => return parse_ipv4(s.as_bytes()).map(|o| IpAddr::V4(Ipv4Addr::from(o))),
-            b':' => return parse_ipv6(s.as_bytes()).map(|a| IpAddr::V6(Ipv6Addr::from(a))),
-            b'%' => return Err("IPv6 zones are not allowed"),
-            _ => {}
-        }
-    }
-    Err("expected an IPv4 or IPv6 address")
+    s.parse().map_err(|_| why_not_an_address(s))
 }
 
-fn parse_ipv4(s: &[u8]) -> Result<[u8; 4], &'static str> {
-    let mut octets = [0u8; 4];
-    let mut fields = s.split(|&b| b == b'.');
-    for octet in &mut octets {
-        let field = fields.next().ok_or("IPv4 address has fewer than 4 fields")?;
-        *octet = parse_ipv4_field(field)?;
+/// Why std refused `s`, in Go's words where the cause is one a user is likely to have written.
+fn why_not_an_address(s: &str) -> &'static str {
+    // Go's rule: the first `.` or `:` says which family was meant.
+    let is_ipv4 = s.bytes().find(|b| matches!(b, b'.' | b':')) == Some(b'.');
+    let leading_zero = |f: &str| f.len() > 1 && f.starts_with('0') && f.bytes().all(|b| b.is_ascii_digit());
+    if s.contains('%') {
+        "IPv6 zones are not allowed"
+    } else if is_ipv4 && s.split('.').any(leading_zero) {
+        "IPv4 field has a leading zero"
+    } else if is_ipv4 {
+        "expected an IPv4 address of 4 decimal fields from 0 to 255"
+    } else if s.contains(':') {
+        "expected an IPv6 address: 8 groups of 1 to 4 hex digits, at most one `::`, \
+         an embedded IPv4 address only at the end"
+    } else {
+        "expected an IPv4 or IPv6 address"
     }
-    if fields.next().is_some() {
-        return Err("IPv4 address has more than 4 fields");
-    }
-    Ok(octets)
-}
-
-fn parse_ipv4_field(field: &[u8]) -> Result<u8, &'static str> {
-    if field.is_empty() {
-        return Err("IPv4 field must have at least one digit");
-    }
-    if !field.iter().all(u8::is_ascii_digit) {
-        return Err("IPv4 field has a character that is not a digit");
-    }
-    if field.len() > 1 && field[0] == b'0' {
-        return Err("IPv4 field has a leading zero");
-    }
-    field
-        .iter()
-        .try_fold(0u16, |v, &d| {
-            let v = v * 10 + u16::from(d - b'0');
-            (v <= 255).then_some(v)
-        })
-        .and_then(|v| u8::try_from(v).ok())
-        .ok_or("IPv4 field has value >255")
-}
-
-fn parse_ipv6(input: &[u8]) -> Result<[u8; 16], &'static str> {
-    if input.contains(&b'%') {
-        return Err("IPv6 zones are not allowed");
-    }
-    let mut ip = [0u8; 16];
-    let mut ellipsis: Option<usize> = None;
-    let mut s = input;
-    if let Some(rest) = s.strip_prefix(b"::") {
-        ellipsis = Some(0);
-        s = rest;
-        if s.is_empty() {
-            return Ok(ip);
-        }
-    }
-
-    let mut i = 0;
-    while i < 16 {
-        let digits = s.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-        if digits == 0 {
-            return Err("each colon-separated field must have at least one hex digit");
-        }
-        if digits > 4 {
-            return Err("each group must have 4 or fewer hex digits");
-        }
-        let (group, rest) = s.split_at(digits);
-
-        if rest.first() == Some(&b'.') {
-            // trailing IPv4 in the last 32 bits
-            if ellipsis.is_none() && i != 12 {
-                return Err("embedded IPv4 address must replace the final 2 fields");
-            }
-            if i + 4 > 16 {
-                return Err("too many hex fields to fit an embedded IPv4 address");
-            }
-            let v4 = parse_ipv4(s)?;
-            ip[i..i + 4].copy_from_slice(&v4);
-            i += 4;
-            s = &[];
-            break;
-        }
-
-        let value = std::str::from_utf8(group)
-            .ok()
-            .and_then(|g| u16::from_str_radix(g, 16).ok())
-            .ok_or("IPv6 group is not hexadecimal")?;
-        ip[i..i + 2].copy_from_slice(&value.to_be_bytes());
-        i += 2;
-
-        s = rest;
-        if s.is_empty() {
-            break;
-        }
-        if s[0] != b':' {
-            return Err("unexpected character, want colon");
-        }
-        if s.len() == 1 {
-            return Err("colon must be followed by more characters");
-        }
-        s = &s[1..];
-        if s[0] == b':' {
-            if ellipsis.is_some() {
-                return Err("multiple :: in address");
-            }
-            ellipsis = Some(i);
-            s = &s[1..];
-            if s.is_empty() {
-                break;
-            }
-        }
-    }
-
-    if !s.is_empty() {
-        return Err("trailing characters after IPv6 address");
-    }
-    if i < 16 {
-        let Some(at) = ellipsis else {
-            return Err("IPv6 address too short");
-        };
-        let gap = 16 - i;
-        ip.copy_within(at..i, at + gap);
-        ip[at..at + gap].fill(0);
-    } else if ellipsis.is_some() {
-        return Err("the :: must expand to at least one field of zeros");
-    }
-    Ok(ip)
 }
 
 #[cfg(test)]

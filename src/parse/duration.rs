@@ -46,30 +46,32 @@ pub fn parse_go_duration(s: &str) -> Result<i64, DurationError> {
     let mut total: u64 = 0;
     while !rest.is_empty() {
         let b = rest.as_bytes();
-        if !(b[0] == b'.' || b[0].is_ascii_digit()) {
+        if !b.first().is_some_and(|&c| c == b'.' || c.is_ascii_digit()) {
             return Err(syntax());
         }
 
         // integer part
-        let int_len = b.iter().take_while(|c| c.is_ascii_digit()).count();
-        let int_part = leading_int(&b[..int_len]).ok_or_else(overflow)?;
+        let (int_digits, after_int) = split_digits(b);
+        let int_len = int_digits.len();
+        let int_part = leading_int(int_digits).ok_or_else(overflow)?;
         let mut i = int_len;
 
         // fraction
         let (mut fraction, mut scale, mut frac_len) = (0u64, 1f64, 0);
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            frac_len = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-            (fraction, scale) = leading_fraction(&b[i..i + frac_len]);
-            i += frac_len;
+        if let Some(after_dot) = after_int.strip_prefix(b".") {
+            let (frac_digits, _) = split_digits(after_dot);
+            frac_len = frac_digits.len();
+            (fraction, scale) = leading_fraction(frac_digits);
+            i += 1 + frac_len;
         }
         if int_len == 0 && frac_len == 0 {
             return Err(syntax()); // ".s", "-.s"
         }
 
         // unit: everything up to the next '.' or digit
-        let unit_len = b[i..]
+        let unit_len = b
             .iter()
+            .skip(i)
             .take_while(|&&c| !(c == b'.' || c.is_ascii_digit()))
             .count();
         if unit_len == 0 {
@@ -153,6 +155,13 @@ pub fn go_seconds(nanos: i64) -> f64 {
 }
 
 /// Go's `leadingInt`: digits to `u64`, an error past 2^63.
+/// `b` split after its leading ASCII digits.
+fn split_digits(b: &[u8]) -> (&[u8], &[u8]) {
+    let n = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    // `n` counts bytes of `b`, so the split is always in range.
+    b.split_at_checked(n).unwrap_or((b, &[]))
+}
+
 fn leading_int(digits: &[u8]) -> Option<u64> {
     digits.iter().try_fold(0u64, |x, &c| {
         if x > LIMIT / 10 {

@@ -10,18 +10,26 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 }
 
 /// Parses a decimal `i64` like Go's `strconv.ParseInt(s, 10, 64)`: optional sign, digits only.
+///
+/// Std's grammar is Go's for base 10: one optional `+` or `-`, then at least one ASCII digit
+/// (leading zeros allowed), no `_`, no whitespace; out-of-range values are errors.
 pub fn parse_int(s: &str) -> Option<i64> {
-    parse_signed(s, 1 << 63)
+    s.parse().ok()
 }
 
 /// Parses a decimal `i32` like Go's `strconv.ParseInt(s, 10, 32)`.
 pub fn parse_int32(s: &str) -> Option<i32> {
-    parse_signed(s, 1 << 31).and_then(|v| i32::try_from(v).ok())
+    s.parse().ok()
 }
 
 /// Parses a decimal `u64` like Go's `strconv.ParseUint(s, 10, 64)`: digits only, no sign.
+///
+/// Std accepts a leading `+` on unsigned integers; Go does not, so it is refused first.
 pub fn parse_uint(s: &str) -> Option<u64> {
-    parse_digits(s)
+    if s.starts_with('+') {
+        return None;
+    }
+    s.parse().ok()
 }
 
 /// Parses a float like Go's `strconv.ParseFloat(s, 64)`; out-of-range values are `None`.
@@ -103,8 +111,10 @@ fn shortest_digits(f: f64) -> (Vec<u8>, i64) {
         exact.pop();
     }
     let nd = digits.len();
-    if exact.len() == nd + 1 && exact.last() == Some(&b'5') {
-        let mut even = exact[..nd].to_vec();
+    if let Some((&b'5', below)) = exact.split_last()
+        && below.len() == nd
+    {
+        let mut even = below.to_vec();
         if even.last().is_some_and(|d| (d - b'0') % 2 == 1) {
             increment_ascii(&mut even);
         }
@@ -161,35 +171,6 @@ fn trim_zeros(mut digits: Vec<u8>) -> Vec<u8> {
     digits
 }
 
-// === decimal integers ===
-
-/// Digits only (at least one), no overflow.
-fn parse_digits(s: &str) -> Option<u64> {
-    if s.is_empty() {
-        return None;
-    }
-    s.bytes().try_fold(0u64, |acc, b| {
-        let digit = char::from(b).to_digit(10)?;
-        acc.checked_mul(10)?.checked_add(u64::from(digit))
-    })
-}
-
-/// Optional sign then digits, within `-limit..limit`.
-fn parse_signed(s: &str, limit: u64) -> Option<i64> {
-    let (negative, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, s.get(1..)?),
-        Some(b'+') => (false, s.get(1..)?),
-        _ => (false, s),
-    };
-    let magnitude = i128::from(parse_digits(digits)?);
-    let limit = i128::from(limit);
-    let value = if negative { -magnitude } else { magnitude };
-    if value < -limit || value >= limit {
-        return None;
-    }
-    i64::try_from(value).ok()
-}
-
 // === floats ===
 
 /// `inf`, `infinity` (optionally signed) and `nan`, case-insensitive, as Go's `special`.
@@ -222,7 +203,7 @@ fn scan_float(b: &[u8]) -> Option<FloatSyntax> {
     if matches!(b.first(), Some(b'+' | b'-')) {
         i += 1;
     }
-    let hex = i + 2 < n && b[i] == b'0' && b[i + 1] | 0x20 == b'x';
+    let hex = i + 2 < n && matches!(b.get(i..i + 2), Some([b'0', x]) if x | 0x20 == b'x');
     if hex {
         i += 2;
     }

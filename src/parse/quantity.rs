@@ -290,8 +290,8 @@ fn scan(s: &[u8]) -> Option<Scanned<'_>> {
     }
 
     let num_start = pos;
-    pos += count_digits(&s[pos..]);
-    let mut num = &s[num_start..pos];
+    pos += count_digits(within(s, pos..));
+    let mut num = within(s, num_start..pos);
     if pos >= end {
         return Some(Scanned {
             positive,
@@ -306,11 +306,11 @@ fn scan(s: &[u8]) -> Option<Scanned<'_>> {
     }
 
     let mut denom: &[u8] = b"";
-    if s[pos] == b'.' {
+    if s.get(pos) == Some(&b'.') {
         pos += 1;
         let denom_start = pos;
-        pos += count_digits(&s[pos..]);
-        denom = &s[denom_start..pos];
+        pos += count_digits(within(s, pos..));
+        denom = within(s, denom_start..pos);
         if pos >= end {
             return Some(Scanned {
                 positive,
@@ -321,24 +321,30 @@ fn scan(s: &[u8]) -> Option<Scanned<'_>> {
             });
         }
     }
-    let value = &s[..pos];
+    let value = within(s, ..pos);
 
     let suffix_start = pos;
-    pos += s[pos..]
+    pos += within(s, pos..)
         .iter()
         .take_while(|c| b"eEinumkKMGTP".contains(c))
         .count();
     if matches!(s.get(pos), Some(b'-' | b'+')) {
         pos += 1;
     }
-    pos += count_digits(&s[pos..]);
+    pos += count_digits(within(s, pos..));
     (pos >= end).then_some(Scanned {
         positive,
         value,
         num,
         denom,
-        suffix: &s[suffix_start..],
+        suffix: within(s, suffix_start..),
     })
+}
+
+/// `s[range]`. `scan` only moves its positions over bytes of `s` and never past `end`, so every
+/// range it asks for is in bounds and the empty fallback is unreachable.
+fn within<R: std::slice::SliceIndex<[u8], Output = [u8]>>(s: &[u8], range: R) -> &[u8] {
+    s.get(range).unwrap_or_default()
 }
 
 fn count_digits(s: &[u8]) -> usize {
