@@ -20,8 +20,8 @@ pub mod config;
 pub mod control_plane;
 pub mod decide;
 pub mod guard;
-pub mod host;
 pub mod inject;
+pub mod kubewarden_cluster;
 pub mod opaque;
 pub mod outcome;
 pub mod owner;
@@ -44,7 +44,7 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(wire::validate(payload, &host::HostCluster))
+    Ok(wire::validate(payload, &kubewarden_cluster::KubewardenCluster))
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {

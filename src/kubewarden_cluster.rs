@@ -1,4 +1,5 @@
-//! [`Cluster`] over Kubewarden's `kubernetes/get_resource` host capability.
+//! [`Cluster`] over Kubewarden's `kubernetes/get_resource` host capability: the module's lookups
+//! (the `host/` crate is a different thing, an engine that runs the module).
 
 use crate::cluster::{Cluster, Lookup, LookupError, classify_host_error};
 use kubewarden_policy_sdk::wapc_guest::host_call;
@@ -16,9 +17,9 @@ struct GetResource<'a> {
     field_masks: Option<&'a [&'a str]>,
 }
 
-pub struct HostCluster;
+pub struct KubewardenCluster;
 
-impl Cluster for HostCluster {
+impl Cluster for KubewardenCluster {
     fn get(&self, lookup: &Lookup) -> Result<Value, LookupError> {
         let what = lookup.describe();
         let request = GetResource {
