@@ -324,121 +324,189 @@ fn navigate_mut<'v>(object: &'v mut Value, path: &[&str]) -> Option<&'v mut Map<
         .as_object_mut()
 }
 
+/// A pod, or a workload's pod template at `path`: the decision, then a skip or an injection.
 fn admit_template(
     req: &Request<'_>,
     path: &'static [&'static str],
     settings: &Settings,
     cluster: &dyn Cluster,
 ) -> Admission {
+    decide_template(req, path, settings, cluster).unwrap_or_else(|stop| (*stop).into())
+}
+
+/// The pod being admitted and its namespace, as read from the request.
+struct Template<'a> {
+    path: &'static [&'static str],
+    meta: &'a Value,
+    spec: &'a Value,
+    namespace: &'a str,
+    pod_ann: StringMap,
+    ns_ann: StringMap,
+    ns_labels: StringMap,
+}
+
+impl Template<'_> {
+    fn guard_subject(&self) -> guard::Subject<'_> {
+        guard::Subject {
+            pod_annotations: &self.pod_ann,
+            ns_annotations: &self.ns_ann,
+            ns_labels: &self.ns_labels,
+            namespace: self.namespace,
+        }
+    }
+}
+
+/// `Err` is the outcome that ends the request early: a rejection, or a namespace that could
+/// not be read (boxed: it is large and rare).
+fn decide_template(
+    req: &Request<'_>,
+    path: &'static [&'static str],
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Result<Admission, Box<Outcome>> {
+    let refuse = |message: String| Box::new(Outcome::rejected(message));
+    let template = template_at(req.object, path).map_err(refuse)?;
+    let namespace = request_namespace(req).map_err(refuse)?;
+    let (ns_ann, ns_labels) = namespace_metadata(namespace, settings, cluster)?;
+    let meta = template.get("metadata").unwrap_or(&Value::Null);
+    let t = Template {
+        path,
+        meta,
+        spec: template.get("spec").unwrap_or(&Value::Null),
+        namespace,
+        pod_ann: pod::string_map(meta, "annotations"),
+        ns_ann,
+        ns_labels,
+    };
+    let decision = decide::decide(DecisionInput {
+        spec: t.spec,
+        pod_inject: t.pod_ann.get(ann::INJECT).map(String::as_str),
+        ns_inject: t.ns_ann.get(ann::INJECT).map(String::as_str),
+        token_projection: settings.identity.service_account_token_projection,
+    });
+    if settings.policy.mode == Mode::Verify {
+        return Ok(verify::verify(t.spec, &t.pod_ann, &decision, namespace, settings).into());
+    }
+    match decision {
+        Decision::Skip(reasons) => Ok(skipped(&t, reasons, settings)),
+        Decision::Inject { ingress, .. } => injected(req, &t, ingress, settings, cluster).map_err(refuse),
+    }
+}
+
+/// The pod template at `path`, with the shapes injection edits checked; `Err` is the rejection.
+fn template_at<'v>(object: &'v Value, path: &[&str]) -> Result<&'v Value, String> {
     let at = if path.is_empty() {
         "object".to_string()
     } else {
         format!("object.{}", path.join("."))
     };
-    let Some(template) = navigate(req.object, path) else {
-        return Outcome::rejected(format!("{at}: missing")).into();
-    };
-    if let Err(msg) = check_template(template, &at) {
-        return Outcome::rejected(msg).into();
-    }
-    let ns = match request_namespace(req) {
-        Ok(ns) => ns,
-        Err(msg) => return Outcome::rejected(msg).into(),
-    };
-    let (ns_ann, ns_labels) = match namespace_metadata(ns, settings, cluster) {
-        Ok(m) => m,
-        Err(outcome) => return (*outcome).into(),
-    };
-    let meta = template.get("metadata").unwrap_or(&Value::Null);
-    let spec = template.get("spec").unwrap_or(&Value::Null);
-    let pod_ann = pod::string_map(meta, "annotations");
-    let decision = decide::decide(DecisionInput {
-        spec,
-        pod_inject: pod_ann.get(ann::INJECT).map(String::as_str),
-        ns_inject: ns_ann.get(ann::INJECT).map(String::as_str),
-        token_projection: settings.identity.service_account_token_projection,
-    });
-    if settings.policy.mode == Mode::Verify {
-        return verify::verify(spec, &pod_ann, &decision, ns, settings).into();
-    }
-    let ingress = match decision {
-        Decision::Skip(reasons) => {
-            return skipped(req, path, &pod_ann, &ns_ann, spec, reasons, settings);
-        }
-        Decision::Inject { ingress, .. } => ingress,
-    };
+    let template = navigate(object, path).ok_or_else(|| format!("{at}: missing"))?;
+    check_template(template, &at)?;
+    Ok(template)
+}
 
-    let labels = pod::string_map(meta, "labels");
+/// The effective configuration, the trust anchors, the owner and the platform's guards, in
+/// that order (each may reject, `Err` is the message; the owner may look objects up), then
+/// the plan.
+fn injected(
+    req: &Request<'_>,
+    t: &Template<'_>,
+    ingress: bool,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Result<Admission, String> {
+    let labels = pod::string_map(t.meta, "labels");
     let layers = Layers {
-        pod: &pod_ann,
-        namespace: &ns_ann,
-        spec,
+        pod: &t.pod_ann,
+        namespace: &t.ns_ann,
+        spec: t.spec,
         labels: &labels,
     };
-    let config = match config::effective(settings, &layers, ingress) {
-        Ok(c) => c,
-        Err(e) => return Outcome::rejected(e.to_string()).into(),
-    };
-    let bundle = match trust::trust_anchors(settings, cluster) {
-        Ok(b) => b,
-        Err(e) => return Outcome::rejected(e.to_string()).into(),
-    };
-    let (owner, resolution) = if path.is_empty() {
-        let r = owner::resolve(meta, ns, settings.policy.owner_resolution, cluster);
-        (r.owner, r.resolution)
-    } else {
-        let name = req
-            .object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        (
-            Owner {
-                kind: req.kind.to_ascii_lowercase(),
-                name: name.to_string(),
-            },
-            Resolution::Direct,
-        )
-    };
+    let config = config::effective(settings, &layers, ingress).map_err(|e| e.to_string())?;
+    let bundle = trust::trust_anchors(settings, cluster).map_err(|e| e.to_string())?;
+    let (owner, resolution) = workload_owner(req, t, settings, cluster);
+    let cx = Context::new(&config, t.spec, &bundle);
+    guard::check(settings, &config, &cx, &t.guard_subject()).map_err(|e| e.to_string())?;
+    let plan = Plan::new(
+        &cx,
+        added_annotations(t, settings, &cx, &bundle),
+        added_labels(t, settings, &owner),
+    );
+    Ok(Admission {
+        outcome: injected_outcome(config.warnings, config.rendering.audit_note(), owner, resolution),
+        edit: Some(Edit::Inject {
+            path: t.path,
+            plan: Box::new(plan),
+        }),
+    })
+}
 
-    let cx = Context::new(&config, spec, &bundle);
-    let subject = guard::Subject {
-        pod_annotations: &pod_ann,
-        ns_annotations: &ns_ann,
-        ns_labels: &ns_labels,
-        namespace: ns,
-    };
-    if let Err(e) = guard::check(settings, &config, &cx, &subject) {
-        return Outcome::rejected(e.to_string()).into();
+/// A pod's owner is resolved (it may need lookups); a workload owns its own template.
+fn workload_owner(
+    req: &Request<'_>,
+    t: &Template<'_>,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> (Owner, Resolution) {
+    if t.path.is_empty() {
+        let r = owner::resolve(t.meta, t.namespace, settings.policy.owner_resolution, cluster);
+        return (r.owner, r.resolution);
     }
-    let mut annotations: BTreeMap<String, String> = ann::INHERITED_FROM_NAMESPACE
+    let name = req
+        .object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let owner = Owner {
+        kind: req.kind.to_ascii_lowercase(),
+        name: name.to_string(),
+    };
+    (owner, Resolution::Direct)
+}
+
+/// The namespace's configuration the pod does not set itself, Linkerd's markers, and the
+/// opaque-ports default when neither the pod nor its namespace sets one.
+fn added_annotations(t: &Template<'_>, settings: &Settings, cx: &Context<'_>, bundle: &str) -> StringMap {
+    let mut annotations: StringMap = ann::INHERITED_FROM_NAMESPACE
         .iter()
-        .filter(|k| !pod_ann.contains_key(**k))
-        .filter(|k| config.rendering.version.knows_annotation(k))
-        .filter_map(|k| ns_ann.get(*k).map(|v| (k.to_string(), v.clone())))
+        .filter(|k| !t.pod_ann.contains_key(**k))
+        .filter(|k| cx.config.rendering.version.knows_annotation(k))
+        .filter_map(|k| t.ns_ann.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
     annotations.insert(ann::CREATED_BY.into(), settings.policy.created_by.clone());
     annotations.insert(ann::PROXY_VERSION.into(), cx.proxy_version().to_string());
-    annotations.insert(ann::TRUST_ROOT_SHA256.into(), trust::sha256_hex(&bundle));
-    if !pod_ann.contains_key(ann::OPAQUE_PORTS)
-        && !ns_ann.contains_key(ann::OPAQUE_PORTS)
-        && let Some(v) = opaque::default_annotation("Pod", spec, None, &settings.proxy.opaque_ports)
+    annotations.insert(ann::TRUST_ROOT_SHA256.into(), trust::sha256_hex(bundle));
+    if !t.pod_ann.contains_key(ann::OPAQUE_PORTS)
+        && !t.ns_ann.contains_key(ann::OPAQUE_PORTS)
+        && let Some(v) = opaque::default_annotation("Pod", t.spec, None, &settings.proxy.opaque_ports)
     {
         annotations.insert(ann::OPAQUE_PORTS.into(), v);
     }
-    let mut new_labels = BTreeMap::new();
-    new_labels.insert(
+    annotations
+}
+
+/// The control plane's and the workload's namespaces, and the owner's label.
+fn added_labels(t: &Template<'_>, settings: &Settings, owner: &Owner) -> StringMap {
+    let mut labels = BTreeMap::new();
+    labels.insert(
         ann::CONTROL_PLANE_NS_LABEL.to_string(),
         settings.policy.control_plane_namespace.clone(),
     );
-    new_labels.insert(ann::WORKLOAD_NS_LABEL.to_string(), ns.to_string());
+    labels.insert(ann::WORKLOAD_NS_LABEL.to_string(), t.namespace.to_string());
     if let Some((k, v)) = owner.label() {
-        new_labels.insert(k, v);
+        labels.insert(k, v);
     }
-    let plan = Plan::new(&cx, annotations, new_labels);
+    labels
+}
 
+fn injected_outcome(
+    warnings: Vec<String>,
+    rendering_note: Option<String>,
+    owner: Owner,
+    resolution: Resolution,
+) -> Outcome {
     let mut out = Outcome::unchanged(Verdict::Injected { owner: owner.clone() });
-    out.warnings = config.warnings;
+    out.warnings = warnings;
     if resolution.is_fallback() {
         out.warnings.push(format!(
             "owner of this pod resolved by {}: labelled linkerd.io/proxy-{}={}",
@@ -449,33 +517,19 @@ fn admit_template(
     }
     out.audit_annotations
         .insert("injection".into(), "injected".into());
-    if let Some(note) = config.rendering.audit_note() {
+    if let Some(note) = rendering_note {
         out.audit_annotations.insert("rendering".into(), note);
     }
     out.audit_annotations.insert(
         "owner".into(),
         format!("{}/{} ({})", owner.kind, owner.name, resolution.describe()),
     );
-    Admission {
-        outcome: out,
-        edit: Some(Edit::Inject {
-            path,
-            plan: Box::new(plan),
-        }),
-    }
+    out
 }
 
 /// A pod that gets no proxy: Linkerd's opaque-ports annotation, and the reasons when the pod
 /// (or its namespace) asked for a proxy.
-fn skipped(
-    _req: &Request<'_>,
-    path: &'static [&'static str],
-    pod_ann: &BTreeMap<String, String>,
-    ns_ann: &BTreeMap<String, String>,
-    spec: &Value,
-    reasons: Vec<decide::SkipReason>,
-    settings: &Settings,
-) -> Admission {
+fn skipped(t: &Template<'_>, reasons: Vec<decide::SkipReason>, settings: &Settings) -> Admission {
     let text = reasons
         .iter()
         .map(ToString::to_string)
@@ -484,18 +538,19 @@ fn skipped(
     // The pod's own value counts first; any value but "disabled" (a mistyped one included) is
     // a request for a proxy. A pod that already has one is not missing it: say nothing, so a
     // second pass (reinvocation) leaves an injected pod exactly as it is.
-    let effective = pod_ann
+    let effective = t
+        .pod_ann
         .get(ann::INJECT)
         .filter(|v| !v.is_empty())
-        .or(ns_ann.get(ann::INJECT));
+        .or(t.ns_ann.get(ann::INJECT));
     let asked = effective.is_some_and(|v| !v.is_empty() && v != "disabled")
         && !reasons.contains(&decide::SkipReason::SidecarExists);
     let mut additions = BTreeMap::new();
-    if !pod_ann.contains_key(ann::OPAQUE_PORTS)
+    if !t.pod_ann.contains_key(ann::OPAQUE_PORTS)
         && let Some(v) = opaque::default_annotation(
             "Pod",
-            spec,
-            ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str),
+            t.spec,
+            t.ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str),
             &settings.proxy.opaque_ports,
         )
     {
@@ -509,6 +564,9 @@ fn skipped(
     }
     out.audit_annotations
         .insert("injection".into(), format!("skipped: {text}"));
-    let edit = (!additions.is_empty()).then_some(Edit::Annotate { path, additions });
+    let edit = (!additions.is_empty()).then_some(Edit::Annotate {
+        path: t.path,
+        additions,
+    });
     Admission { outcome: out, edit }
 }

@@ -54,6 +54,8 @@ impl Layers<'_> {
     }
 }
 
+/// Applies the annotations to a clone of the settings, one kind of value at a time; a step's
+/// warnings come in the order of the steps below, and the two render errors stop at once.
 pub fn effective(
     settings: &Settings,
     layers: &Layers<'_>,
@@ -62,35 +64,103 @@ pub fn effective(
     let mut v = settings.clone();
     let mut warnings = Vec::new();
     let rendering = rendering(settings, &mut warnings)?;
-    let mut warn = |key: &str, value: &str, expected: &str, kept: String| {
-        warnings.push(format!(
-            "annotation {key}: invalid value \"{value}\" ({expected}); using {kept}"
-        ));
-    };
-    let get = |key: &str| layers.get(key);
-
-    if let Some(x) = get(ann::PROXY_IMAGE) {
-        v.proxy.image.name = x.to_string();
-    }
-    if let Some(x) = get(ann::PROXY_VERSION_OVERRIDE) {
-        v.proxy.image.version = x.to_string();
-    }
-    if let Some(x) = get(ann::IMAGE_PULL_POLICY) {
-        v.proxy.image.pull_policy = x.to_string();
-    }
-    if let Some(x) = get(ann::DEBUG_IMAGE) {
-        v.debug_container.image.name = x.to_string();
-    }
-    if let Some(x) = get(ann::DEBUG_IMAGE_VERSION) {
-        v.debug_container.image.version = x.to_string();
-    }
-    if let Some(x) = get(ann::DEBUG_IMAGE_PULL_POLICY) {
-        v.debug_container.image.pull_policy = x.to_string();
-    }
-    let debug_sidecar = get(ann::ENABLE_DEBUG_SIDECAR)
+    apply_strings(&mut v, layers);
+    let debug_sidecar = layers
+        .get(ann::ENABLE_DEBUG_SIDECAR)
         .and_then(go::parse_bool)
         .unwrap_or(false);
+    apply_ports(&mut v, layers, &mut warnings);
+    apply_resources(&mut v, layers, &mut warnings);
+    apply_cpu_ratio(&mut v, layers, &mut warnings);
+    apply_ids(&mut v, layers, &mut warnings);
+    apply_log_http_headers(&mut v, layers)?;
+    apply_switches(&mut v, layers, &mut warnings);
+    apply_bools(&mut v, layers, &mut warnings);
+    apply_timeouts(&mut v, layers, &mut warnings);
+    apply_inbound_policy(&mut v, layers, &mut warnings);
+    apply_native_sidecar(&mut v, layers, &mut warnings);
+    apply_wait_before_exit(&mut v, layers, &mut warnings);
+    let close_wait_secs = close_wait_secs(&v, layers, &mut warnings)?;
+    if ingress {
+        v.proxy.is_ingress = true;
+    }
+    apply_additional_env(&mut v, layers, &rendering, &mut warnings);
+    apply_tracing_labels(&mut v, layers);
+    Ok(ProxyConfig {
+        values: v,
+        debug_sidecar,
+        close_wait_secs,
+        rendering,
+        warnings,
+    })
+}
 
+/// The rendering for the settings' `linkerdVersion`; a release outside the window renders as
+/// the newest with a warning, or is refused when the settings say so.
+fn rendering(settings: &Settings, warnings: &mut Vec<String>) -> Result<Rendering, ConfigError> {
+    let r = Rendering::of(&settings.linkerd_version, settings.policy.render_version);
+    if let Some(theirs) = r.outside_window() {
+        if settings.policy.version_outside_window == VersionOutsideWindow::Reject {
+            return Err(ConfigError::VersionOutsideWindow(theirs.to_string()));
+        }
+        warnings.push(format!(
+            "linkerdVersion {theirs} is outside the Linkerd releases this policy renders exactly ({}); the proxy is rendered as {}'s injector renders it (policy.versionOutsideWindow: renderNewest)",
+            version::window(),
+            r.version
+        ));
+    }
+    Ok(r)
+}
+
+/// Where an annotation's string goes in the settings.
+type StringField = fn(&mut Settings) -> &mut String;
+
+/// The annotations whose value replaces a string setting as written: Linkerd checks none of
+/// them (a bad value shows up in the rendered proxy, as with Linkerd). Each is read through
+/// [`Layers::get`], which holds the layer order: the pod's value, else the namespace's for the
+/// keys a namespace passes down. They are independent, so the order here is the file's only.
+const STRING_ANNOTATIONS: [(&str, StringField); 14] = [
+    (ann::PROXY_IMAGE, |v| &mut v.proxy.image.name),
+    (ann::PROXY_VERSION_OVERRIDE, |v| &mut v.proxy.image.version),
+    (ann::IMAGE_PULL_POLICY, |v| &mut v.proxy.image.pull_policy),
+    (ann::DEBUG_IMAGE, |v| &mut v.debug_container.image.name),
+    (ann::DEBUG_IMAGE_VERSION, |v| &mut v.debug_container.image.version),
+    (ann::DEBUG_IMAGE_PULL_POLICY, |v| {
+        &mut v.debug_container.image.pull_policy
+    }),
+    (ann::POD_INBOUND_PORTS, |v| &mut v.proxy.pod_inbound_ports),
+    (ann::SKIP_INBOUND_PORTS, |v| {
+        &mut v.proxy_init.ignore_inbound_ports
+    }),
+    (ann::SKIP_OUTBOUND_PORTS, |v| {
+        &mut v.proxy_init.ignore_outbound_ports
+    }),
+    (ann::SKIP_SUBNETS, |v| &mut v.proxy_init.skip_subnets),
+    (ann::LOG_LEVEL, |v| &mut v.proxy.log_level),
+    (ann::LOG_FORMAT, |v| &mut v.proxy.log_format),
+    (ann::REQUIRE_IDENTITY_PORTS, |v| {
+        &mut v.proxy.require_identity_on_inbound_ports
+    }),
+    (ann::ACCESS_LOG, |v| &mut v.proxy.access_log),
+];
+
+fn apply_strings(v: &mut Settings, layers: &Layers<'_>) {
+    for (key, field) in STRING_ANNOTATIONS {
+        if let Some(x) = layers.get(key) {
+            *field(v) = x.to_string();
+        }
+    }
+}
+
+/// The warning for a value Linkerd would log and ignore.
+fn invalid(warnings: &mut Vec<String>, key: &str, value: &str, expected: &str, kept: String) {
+    warnings.push(format!(
+        "annotation {key}: invalid value \"{value}\" ({expected}); using {kept}"
+    ));
+}
+
+/// The proxy's four ports, then the opaque ports (named ports resolve against the pod spec).
+fn apply_ports(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
     let ports = &mut v.proxy.ports;
     for (key, slot) in [
         (ann::CONTROL_PORT, &mut ports.control),
@@ -98,30 +168,20 @@ pub fn effective(
         (ann::INBOUND_PORT, &mut ports.inbound),
         (ann::OUTBOUND_PORT, &mut ports.outbound),
     ] {
-        if let Some(x) = get(key) {
+        if let Some(x) = layers.get(key) {
             match go::parse_int32(x).filter(|p| (1..=65535).contains(p)) {
                 Some(p) => *slot = i64::from(p),
-                None => warn(key, x, "a port 1-65535", slot.to_string()),
+                None => invalid(warnings, key, x, "a port 1-65535", slot.to_string()),
             }
         }
     }
-    if let Some(x) = get(ann::POD_INBOUND_PORTS) {
-        v.proxy.pod_inbound_ports = x.to_string();
-    }
-    if let Some(x) = get(ann::SKIP_INBOUND_PORTS) {
-        v.proxy_init.ignore_inbound_ports = x.to_string();
-    }
-    if let Some(x) = get(ann::SKIP_OUTBOUND_PORTS) {
-        v.proxy_init.ignore_outbound_ports = x.to_string();
-    }
-    if let Some(x) = get(ann::SKIP_SUBNETS) {
-        v.proxy_init.skip_subnets = x.to_string();
-    }
-    if let Some(x) = get(ann::OPAQUE_PORTS) {
+    if let Some(x) = layers.get(ann::OPAQUE_PORTS) {
         let ranges = ports::parse_opaque_ports(x, |name| pod::named_port(layers.spec, name));
         v.proxy.opaque_ports = ports::format_port_ranges(&ranges);
     }
+}
 
+fn apply_resources(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
     let res = &mut v.proxy.resources;
     let workers = &mut v.proxy.runtime.workers;
     for (key, slot, cores) in [
@@ -132,7 +192,7 @@ pub fn effective(
         (ann::EPHEMERAL_REQUEST, &mut res.ephemeral_storage.request, None),
         (ann::EPHEMERAL_LIMIT, &mut res.ephemeral_storage.limit, None),
     ] {
-        let Some(x) = get(key) else { continue };
+        let Some(x) = layers.get(key) else { continue };
         match Quantity::parse(x) {
             Ok(q) => {
                 *slot = x.to_string();
@@ -142,7 +202,8 @@ pub fn effective(
                     *cores = Some(n);
                 }
             }
-            Err(_) => warn(
+            Err(_) => invalid(
+                warnings,
                 key,
                 x,
                 "a Kubernetes quantity such as \"100m\" or \"64Mi\"",
@@ -150,51 +211,72 @@ pub fn effective(
             ),
         }
     }
-    if let Some(x) = get(ann::CPU_RATIO_LIMIT) {
-        match go::parse_float(x).filter(|r| *r > 0.0 && *r < 1.0) {
-            Some(r) => workers.maximum_cpu_ratio = Some(r),
-            None => warn(
-                ann::CPU_RATIO_LIMIT,
-                x,
-                "a number between 0 and 1, exclusive",
-                "no ratio".into(),
-            ),
-        }
+}
+
+fn apply_cpu_ratio(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
+    let Some(x) = layers.get(ann::CPU_RATIO_LIMIT) else {
+        return;
+    };
+    match go::parse_float(x).filter(|r| *r > 0.0 && *r < 1.0) {
+        Some(r) => v.proxy.runtime.workers.maximum_cpu_ratio = Some(r),
+        None => invalid(
+            warnings,
+            ann::CPU_RATIO_LIMIT,
+            x,
+            "a number between 0 and 1, exclusive",
+            "no ratio".into(),
+        ),
     }
+}
+
+fn apply_ids(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
     for (key, slot, min) in [
         (ann::PROXY_UID, &mut v.proxy.uid, 0),
         (ann::PROXY_GID, &mut v.proxy.gid, -1),
     ] {
-        if let Some(x) = get(key) {
+        if let Some(x) = layers.get(key) {
             match go::parse_int(x).filter(|n| *n >= min) {
                 Some(n) => *slot = n,
-                None => warn(key, x, &format!("an integer >= {min}"), slot.to_string()),
+                None => invalid(
+                    warnings,
+                    key,
+                    x,
+                    &format!("an integer >= {min}"),
+                    slot.to_string(),
+                ),
             }
         }
     }
-    if let Some(x) = get(ann::LOG_LEVEL) {
-        v.proxy.log_level = x.to_string();
-    }
-    if let Some(x) = get(ann::LOG_FORMAT) {
-        v.proxy.log_format = x.to_string();
-    }
-    if let Some(x) = get(ann::LOG_HTTP_HEADERS) {
+}
+
+/// One of the two values that make Linkerd's render fail.
+fn apply_log_http_headers(v: &mut Settings, layers: &Layers<'_>) -> Result<(), ConfigError> {
+    if let Some(x) = layers.get(ann::LOG_HTTP_HEADERS) {
         if !matches!(x, "" | "off" | "insecure") {
             return Err(ConfigError::LogHttpHeaders(x.to_string()));
         }
         v.proxy.log_http_headers = x.to_string();
     }
+    Ok(())
+}
+
+/// Booleans Linkerd spells `enabled` / `disabled`.
+fn apply_switches(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
     for (key, slot) in [
         (ann::ADMIN_SHUTDOWN, &mut v.proxy.enable_shutdown_endpoint),
         (ann::PROXY_AWAIT, &mut v.proxy.r#await),
     ] {
-        match get(key) {
+        match layers.get(key) {
             Some("enabled") => *slot = true,
             Some("disabled") => *slot = false,
-            Some(x) => warn(key, x, "\"enabled\" or \"disabled\"", slot.to_string()),
+            Some(x) => invalid(warnings, key, x, "\"enabled\" or \"disabled\"", slot.to_string()),
             None => {}
         }
     }
+}
+
+/// Booleans read with Go's `strconv.ParseBool`.
+fn apply_bools(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
     for (key, slot) in [
         (ann::EXTERNAL_PROFILES, &mut v.proxy.enable_external_profiles),
         (ann::HOSTNAME_LABELS, &mut v.proxy.metrics.hostname_labels),
@@ -208,21 +290,27 @@ pub fn effective(
         ),
         (ann::ENABLE_GATEWAY, &mut v.proxy.is_gateway),
     ] {
-        if let Some(x) = get(key) {
-            match go::parse_bool(x) {
-                Some(b) => *slot = b,
-                None => warn(
-                    key,
-                    x,
-                    "a boolean such as \"true\" or \"false\"",
-                    slot.to_string(),
-                ),
-            }
+        if let Some(x) = layers.get(key) {
+            set_bool(warnings, key, x, slot);
         }
     }
-    if let Some(x) = get(ann::REQUIRE_IDENTITY_PORTS) {
-        v.proxy.require_identity_on_inbound_ports = x.to_string();
+}
+
+fn set_bool(warnings: &mut Vec<String>, key: &str, x: &str, slot: &mut bool) {
+    match go::parse_bool(x) {
+        Some(b) => *slot = b,
+        None => invalid(
+            warnings,
+            key,
+            x,
+            "a boolean such as \"true\" or \"false\"",
+            slot.to_string(),
+        ),
     }
+}
+
+/// Go durations, stored the way Linkerd's values print them (milliseconds or seconds).
+fn apply_timeouts(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
     let p = &mut v.proxy;
     for (key, slot, format) in [
         (
@@ -251,130 +339,142 @@ pub fn effective(
             duration::format_millis,
         ),
     ] {
-        if let Some(x) = get(key) {
+        if let Some(x) = layers.get(key) {
             match duration::parse_go_duration(x) {
                 Ok(nanos) => *slot = format(nanos),
-                Err(_) => warn(key, x, "a duration such as \"500ms\" or \"5s\"", quoted(slot)),
+                Err(_) => invalid(
+                    warnings,
+                    key,
+                    x,
+                    "a duration such as \"500ms\" or \"5s\"",
+                    quoted(slot),
+                ),
             }
         }
     }
-    if let Some(x) = get(ann::DEFAULT_INBOUND_POLICY) {
-        if crate::settings::INBOUND_POLICIES.contains(&x) {
-            p.default_inbound_policy = x.to_string();
-        } else {
-            let expected = format!("one of {}", crate::settings::INBOUND_POLICIES.join(", "));
-            warn(
-                ann::DEFAULT_INBOUND_POLICY,
-                x,
-                &expected,
-                quoted(&p.default_inbound_policy),
-            );
-        }
+}
+
+fn apply_inbound_policy(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
+    let Some(x) = layers.get(ann::DEFAULT_INBOUND_POLICY) else {
+        return;
+    };
+    let p = &mut v.proxy;
+    if crate::settings::INBOUND_POLICIES.contains(&x) {
+        p.default_inbound_policy = x.to_string();
+    } else {
+        let expected = format!("one of {}", crate::settings::INBOUND_POLICIES.join(", "));
+        invalid(
+            warnings,
+            ann::DEFAULT_INBOUND_POLICY,
+            x,
+            &expected,
+            quoted(&p.default_inbound_policy),
+        );
     }
-    if let Some(x) = get(ann::ACCESS_LOG) {
-        p.access_log = x.to_string();
-    }
-    // The GA key wins whenever present, then the deprecated beta and alpha keys.
+}
+
+/// The GA key wins whenever present, then the deprecated beta and alpha keys.
+fn apply_native_sidecar(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
     if let Some((key, x)) = [
         ann::NATIVE_SIDECAR,
         ann::NATIVE_SIDECAR_BETA,
         ann::NATIVE_SIDECAR_ALPHA,
     ]
     .into_iter()
-    .find_map(|k| get(k).map(|x| (k, x)))
+    .find_map(|k| layers.get(k).map(|x| (k, x)))
     {
-        match go::parse_bool(x) {
-            Some(b) => p.native_sidecar = b,
-            None => warn(
-                key,
-                x,
-                "a boolean such as \"true\" or \"false\"",
-                p.native_sidecar.to_string(),
-            ),
-        }
+        set_bool(warnings, key, x, &mut v.proxy.native_sidecar);
     }
-    if let Some(x) = get(ann::WAIT_BEFORE_EXIT) {
-        match go::parse_uint(x).and_then(|n| i64::try_from(n).ok()) {
-            Some(n) => p.wait_before_exit_seconds = n,
-            None => warn(
-                ann::WAIT_BEFORE_EXIT,
-                x,
-                "a whole number of seconds",
-                p.wait_before_exit_seconds.to_string(),
-            ),
-        }
+}
+
+fn apply_wait_before_exit(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Vec<String>) {
+    let Some(x) = layers.get(ann::WAIT_BEFORE_EXIT) else {
+        return;
+    };
+    let slot = &mut v.proxy.wait_before_exit_seconds;
+    match go::parse_uint(x).and_then(|n| i64::try_from(n).ok()) {
+        Some(n) => *slot = n,
+        None => invalid(
+            warnings,
+            ann::WAIT_BEFORE_EXIT,
+            x,
+            "a whole number of seconds",
+            slot.to_string(),
+        ),
     }
-    let mut close_wait_secs = v.proxy_init.close_wait_timeout_secs;
-    if let Some(x) = get(ann::CLOSE_WAIT_TIMEOUT) {
-        match duration::parse_go_duration(x) {
-            Ok(nanos) if !v.proxy_init.run_as_root && nanos != 0 => {
-                return Err(ConfigError::CloseWaitNeedsRoot);
-            }
-            Ok(nanos) => close_wait_secs = nanos / 1_000_000_000,
-            Err(_) => warn(
+}
+
+/// proxy-init's close-wait timeout: the other value that makes Linkerd's render fail.
+fn close_wait_secs(
+    v: &Settings,
+    layers: &Layers<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<i64, ConfigError> {
+    let secs = v.proxy_init.close_wait_timeout_secs;
+    let Some(x) = layers.get(ann::CLOSE_WAIT_TIMEOUT) else {
+        return Ok(secs);
+    };
+    match duration::parse_go_duration(x) {
+        Ok(nanos) if !v.proxy_init.run_as_root && nanos != 0 => Err(ConfigError::CloseWaitNeedsRoot),
+        Ok(nanos) => Ok(nanos / 1_000_000_000),
+        Err(_) => {
+            invalid(
+                warnings,
                 ann::CLOSE_WAIT_TIMEOUT,
                 x,
                 "a duration such as \"60s\"",
-                close_wait_secs.to_string(),
-            ),
+                secs.to_string(),
+            );
+            Ok(secs)
         }
     }
-    if ingress {
-        p.is_ingress = true;
+}
+
+/// `config.linkerd.io/proxy-additional-env`: the namespace's list, then the pod's, merged by
+/// name into the settings' list (the only annotation both layers contribute to); releases
+/// whose injector does not read it ignore it.
+fn apply_additional_env(
+    v: &mut Settings,
+    layers: &Layers<'_>,
+    rendering: &Rendering,
+    warnings: &mut Vec<String>,
+) {
+    if !rendering.version.reads_additional_env_annotation() {
+        return;
     }
     for (layer, source) in [
         (layers.namespace.get(ann::ADDITIONAL_ENV), "namespace"),
         (layers.pod.get(ann::ADDITIONAL_ENV), "pod"),
     ] {
-        let Some(raw) = layer.filter(|_| rendering.version.reads_additional_env_annotation()) else {
-            continue;
-        };
+        let Some(raw) = layer else { continue };
         match parse_env_list(raw) {
-            Some(list) => merge_env(&mut p.additional_env, list),
+            Some(list) => merge_env(&mut v.proxy.additional_env, list),
             None => warnings.push(format!(
                 "annotation {} on the {source}: not a JSON array of EnvVar objects with a name; ignored",
                 ann::ADDITIONAL_ENV
             )),
         }
     }
-    if p.tracing.enabled {
-        for (k, val) in layers.pod {
-            if let Some(label) = k.strip_prefix("resource.opentelemetry.io/") {
-                p.tracing.labels.insert(label.to_string(), val.clone());
-            }
-        }
-        if let Some(name) = layers
-            .labels
-            .get("app.kubernetes.io/instance")
-            .or_else(|| layers.labels.get("app.kubernetes.io/name"))
-        {
-            p.tracing.labels.insert("service.name".into(), name.clone());
-        }
-    }
-    Ok(ProxyConfig {
-        values: v,
-        debug_sidecar,
-        close_wait_secs,
-        rendering,
-        warnings,
-    })
 }
 
-/// The rendering for the settings' `linkerdVersion`; a release outside the window renders as
-/// the newest with a warning, or is refused when the settings say so.
-fn rendering(settings: &Settings, warnings: &mut Vec<String>) -> Result<Rendering, ConfigError> {
-    let r = Rendering::of(&settings.linkerd_version, settings.policy.render_version);
-    if let Some(theirs) = r.outside_window() {
-        if settings.policy.version_outside_window == VersionOutsideWindow::Reject {
-            return Err(ConfigError::VersionOutsideWindow(theirs.to_string()));
-        }
-        warnings.push(format!(
-            "linkerdVersion {theirs} is outside the Linkerd releases this policy renders exactly ({}); the proxy is rendered as {}'s injector renders it (policy.versionOutsideWindow: renderNewest)",
-            version::window(),
-            r.version
-        ));
+/// With tracing on: the pod's `resource.opentelemetry.io/*` annotations and its service name.
+fn apply_tracing_labels(v: &mut Settings, layers: &Layers<'_>) {
+    let tracing = &mut v.proxy.tracing;
+    if !tracing.enabled {
+        return;
     }
-    Ok(r)
+    for (k, val) in layers.pod {
+        if let Some(label) = k.strip_prefix("resource.opentelemetry.io/") {
+            tracing.labels.insert(label.to_string(), val.clone());
+        }
+    }
+    if let Some(name) = layers
+        .labels
+        .get("app.kubernetes.io/instance")
+        .or_else(|| layers.labels.get("app.kubernetes.io/name"))
+    {
+        tracing.labels.insert("service.name".into(), name.clone());
+    }
 }
 
 fn quoted(s: &str) -> String {
