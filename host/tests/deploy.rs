@@ -756,9 +756,13 @@ fn settings_examples_inject_and_the_hardened_profile_restricts() {
     let hardened = yaml(&deploy("settings/hardened.yaml"));
     let evil = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\n  annotations: {config.linkerd.io/proxy-image: example.com/evil-proxy}\nspec:\n  containers: [{name: web, image: example.com/web:1}]\n";
     match inject_with(&policy, &hardened, evil) {
-        Err(InjectError::Rejected(msgs)) => {
-            assert!(msgs[0].contains("config.linkerd.io/proxy-image"), "{msgs:?}")
-        }
+        Err(InjectError::Rejected(msgs)) => assert_eq!(
+            msgs,
+            [
+                "test.yaml: pod/web: rejected by the policy: annotation config.linkerd.io/proxy-image: \
+                 pod authors may not set it in namespace shop (settings.policy.restrictedAnnotations)"
+            ]
+        ),
         other => panic!("a restricted override must be refused: {other:?}"),
     }
     // the exempt label lets a trusted namespace use it (the image must still be allowed)
