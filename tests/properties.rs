@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::{lost_path, namespace};
-use linkerd_injector_policy::cluster::MemoryCluster;
+use common::{cluster, lost_path, namespace};
 use linkerd_injector_policy::wire;
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
@@ -142,7 +141,7 @@ fn validate(object: &Value, ns: &Value) -> (Vec<u8>, Value) {
             "namespace": "shop", "object": object},
         "settings": {"identityTrustAnchorsPEM": "PEM"}
     });
-    let cluster = MemoryCluster::new(vec![namespace("shop", ns.clone())]);
+    let cluster = cluster(vec![namespace("shop", ns.clone())]);
     let bytes = wire::validate(&serde_json::to_vec(&payload).unwrap(), &cluster);
     let answer = serde_json::from_slice(&bytes).unwrap();
     (bytes, answer)
