@@ -695,7 +695,9 @@ fn settings_examples_say_what_they_claim() {
     }
 }
 
-/// A trust-roots ConfigMap for `policy.trustAnchors: configMap`.
+/// A trust-roots ConfigMap for `policy.trustAnchors: configMap`, and a `linkerd-config` whose
+/// values change nothing from the chart defaults (the examples read it: `policy.valuesFrom`
+/// defaults to `linkerdConfig`).
 fn cluster() -> ClusterState {
     let pem = std::fs::read_to_string(
         root().join("tests/fixtures/linkerd/cli/cmd/testdata/valid-trust-anchors.pem"),
@@ -706,6 +708,11 @@ fn cluster() -> ClusterState {
         .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"},
             "data": {"ca-bundle.crt": pem}}))
+        .unwrap();
+    state
+        .insert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "linkerd-config", "namespace": "linkerd"},
+            "data": {"values": "linkerdVersion: edge-26.8.3\n"}}))
         .unwrap();
     state
 }
