@@ -3,7 +3,8 @@
 #   benches/callgrind.sh [SCENARIO [N]]        (SCENARIO: typical, bare, skipped, service,
 #                                               containers20, env1500, pod64k, pod1m)
 # Env: POLICY (policy.wasm), FLOOR (the floor module), MODES (the list below).
-# Prints instructions per iteration for each mode of benches/profile.rs and the ratios;
+# Prints instructions per iteration for each mode of the `profile` bench
+# (benches/benches/profile.rs) and the ratios;
 # compare two builds of the policy with POLICY=other.wasm. Takes a few minutes (the module is
 # compiled by Cranelift under valgrind first).
 set -euo pipefail
@@ -12,7 +13,7 @@ SCENARIO=${1:-typical}
 N=${2:-20}
 MODES=${MODES:-"engine engine-floor guest guest-floor instantiate instantiate-floor native native-floor"}
 command -v valgrind >/dev/null || { echo "valgrind not installed (apt-get install -y valgrind)" >&2; exit 1; }
-BIN=$(cargo bench --locked --profile host --bench profile --no-run 2>&1 | sed -n 's/.*Executable benches\/profile.rs (\(.*\))/\1/p' | tail -1)
+BIN=$(cargo bench --locked -p injector-benches --profile host --bench profile --no-run 2>&1 | sed -n 's/.*Executable benches\/profile.rs (\(.*\))/\1/p' | tail -1)
 declare -A count
 for mode in $MODES; do
     total=$(valgrind --tool=callgrind --toggle-collect='*measured*' --callgrind-out-file=/dev/null \

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 fn yaml(file: &str) -> Value {
     let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
-    serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
 #[test]
@@ -68,9 +68,9 @@ fn artifacthub_package_agrees_with_policy_metadata() {
         aa["kubewarden/mutation"],
         json!(m["mutating"].as_bool().unwrap().to_string())
     );
-    let rules: Value = serde_yaml::from_str(aa["kubewarden/rules"].as_str().unwrap()).unwrap();
+    let rules: Value = serde_yaml_ng::from_str(aa["kubewarden/rules"].as_str().unwrap()).unwrap();
     assert_eq!(rules, m["rules"]);
-    let car: Value = serde_yaml::from_str(aa["kubewarden/contextAwareResources"].as_str().unwrap()).unwrap();
+    let car: Value = serde_yaml_ng::from_str(aa["kubewarden/contextAwareResources"].as_str().unwrap()).unwrap();
     assert_eq!(car, m["contextAwareResources"]);
     assert_eq!(aa["kubewarden/resources"], ann["io.artifacthub.resources"]);
 }

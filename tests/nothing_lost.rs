@@ -16,8 +16,8 @@ const DIRS: &[&str] = &[
 
 fn documents(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap();
-    // A syntax error repeats forever in serde_yaml's document iterator: stop at the first.
-    serde_yaml::Deserializer::from_str(&text)
+    // A syntax error repeats forever in serde_yaml_ng's document iterator: stop at the first.
+    serde_yaml_ng::Deserializer::from_str(&text)
         .map_while(|doc| Value::deserialize(doc).ok())
         .flat_map(|v| match v.get("kind").and_then(Value::as_str) {
             Some("List") => v["items"].as_array().cloned().unwrap_or_default(),

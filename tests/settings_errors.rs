@@ -36,7 +36,7 @@ fn linkerds_values_files_can_be_pasted() {
     );
     for file in ["values.yaml", "values-ha.yaml"] {
         let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
-        let mut values: Value = serde_yaml::from_str(&text).unwrap();
+        let mut values: Value = serde_yaml_ng::from_str(&text).unwrap();
         // The chart ships a placeholder version and no trust anchors.
         values["linkerdVersion"] = json!("edge-26.8.3");
         let s = Settings::from_value(values).unwrap_or_else(|e| panic!("{file}: {e}"));

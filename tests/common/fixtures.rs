@@ -32,7 +32,7 @@ pub fn load(dir: &str, name: &str) -> Value {
     if name.ends_with(".json") {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     } else {
-        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 }
 

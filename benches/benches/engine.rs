@@ -14,9 +14,6 @@
 //! --metadata policy.yaml --budget-ms 1200 --replicas 100,1000,10000 --workers 2
 //! --criterion target/criterion --notes benches/notes.md --command "make bench"`.
 
-mod calibration;
-mod common;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -24,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use calibration::Candidate;
-use common::{Scenario, World};
+use injector_benches::calibration::{self, Candidate};
+use injector_benches::world::{self, Scenario, World};
 use injector_host::metadata::PolicyMetadata;
 use injector_host::rollout::{LatencySummary, Outcome as PodOutcome, RolloutReport, classify};
 use injector_host::{
@@ -546,7 +543,7 @@ fn machine() -> String {
 fn shipped_settings(path: &Path) -> Settings {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let value: serde_json::Value =
-        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Settings::from_value(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -617,6 +614,7 @@ fn write_calibration(w: &mut String, a: &Args, table: &str) {
 }
 
 fn main() {
+    std::env::set_current_dir(injector_benches::repo_root()).expect("the repository root");
     let raw: Vec<String> = std::env::args().skip(1).collect();
     if raw.first().map(String::as_str) == Some("__rollout") {
         rollout_cli(&raw[1..]);
@@ -695,7 +693,7 @@ fn main() {
         ours: policies["policy.wasm (ours)"].clone(),
         floor: policies["floor"].clone(),
         host: host.clone(),
-        settings: common::settings(),
+        settings: world::settings(),
     };
     for (name, p) in [("ours", &e.ours), ("floor", &e.floor)] {
         let mut i = p.instantiate(&host).expect("instantiate");

@@ -1,10 +1,9 @@
-//! Requests and cluster state shared by the benchmarks (`benches/core.rs`, `benches/engine.rs`).
+//! Requests and cluster state shared by the benchmarks (`core`, `engine` and `profile`).
 //!
 //! Pods are made the way the rollout of `injector-host` makes them: a Deployment, its ReplicaSet
 //! (`<deploy>-<pod-template-hash>`) and the pod CREATE AdmissionRequest the API server sends
 //! after defaulting and the ServiceAccount admission plugin. Every scenario runs with empty
 //! settings (the policy's defaults), the trust anchors coming from Linkerd's ConfigMap.
-#![allow(dead_code)]
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

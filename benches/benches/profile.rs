@@ -1,7 +1,7 @@
 //! A loop to run under callgrind (instruction counts are repeatable where wall time is not):
 //!
 //! ```text
-//! cargo bench --profile host --bench profile --no-run     # prints the binary's path
+//! cargo bench -p injector-benches --profile host --bench profile --no-run     # prints the binary's path
 //! valgrind --tool=callgrind --toggle-collect='*measured*' BIN MODE SCENARIO N
 //! ```
 //! MODE: `native` (core `wire::validate`, cluster in memory), `native-floor`, `engine` /
@@ -12,12 +12,10 @@
 //! SCENARIO: typical, bare, skipped, service, containers20, env1500, pod64k, pod1m.
 //! Divide the counted instructions by N. `benches/callgrind.sh` runs the usual set.
 
-mod common;
-
 use std::hint::black_box;
 use std::sync::Arc;
 
-use common::{Scenario, World};
+use injector_benches::world::{self, Scenario, World};
 use injector_host::metadata::PolicyMetadata;
 use injector_host::{Engine, EngineConfig, HostContext, Policy, Settings};
 use linkerd_injector_policy::cluster::MemoryCluster;
@@ -48,6 +46,7 @@ fn measured_instantiate(p: &Policy, host: &Arc<HostContext>) -> injector_host::I
 }
 
 fn main() {
+    std::env::set_current_dir(injector_benches::repo_root()).expect("the repository root");
     let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
     let mode = args.first().map(String::as_str).unwrap_or("native");
     let id = args.get(1).map(String::as_str).unwrap_or("typical");
@@ -68,7 +67,7 @@ fn main() {
         "pod1m" => world.sized("pod1m", "1 MB pod", 1024 * 1024),
         other => panic!("unknown scenario {other}"),
     };
-    let settings = common::settings();
+    let settings = world::settings();
     match mode {
         // the `validate` payload / the cluster objects, for tools outside this workspace
         "payload" => {

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use injector_host::{HostContext, Policy, Settings};
 
-use crate::common::Scenario;
+use crate::world::Scenario;
 
 /// One policy of the row: a module and the settings it runs with.
 pub struct Candidate {

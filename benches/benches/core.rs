@@ -1,14 +1,12 @@
 //! Criterion: the policy core called natively (no wasm), `wire::validate` on the engine's exact
 //! payload bytes, with the cluster in memory; and the floor policy's `validate`, natively.
 //!
-//! `cargo bench --profile host --bench core` (the `host` profile: opt-level 3, like the engine).
+//! `cargo bench -p injector-benches --profile host --bench core` (the `host` profile: opt-level 3, like the engine).
 //! `make bench` runs it briefly and BENCHMARKS.md quotes the medians next to the side-by-side
-//! numbers of `benches/engine.rs`.
+//! numbers of the `engine` bench.
 
-mod common;
-
-use common::World;
 use criterion::{Criterion, criterion_group, criterion_main};
+use injector_benches::world::World;
 use linkerd_injector_policy::cluster::MemoryCluster;
 use std::hint::black_box;
 
