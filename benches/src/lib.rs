@@ -1,8 +1,14 @@
-//! The benchmarks' shared code (crate `injector-benches`): the requests and cluster state every
-//! benchmark runs on, and the calibration row of the report. The benchmarks themselves are the
-//! targets in `benches/benches/`; `make bench` (benches/bench.sh) runs them.
+//! The benchmarks' code (crate `injector-benches`): the requests and cluster state every
+//! benchmark runs on (`world`), and the report of the `engine` bench, measured (`measure`) and
+//! then written as BENCHMARKS.md (`report`). The bench targets are in `benches/benches/`;
+//! `make bench` (benches/bench.sh) runs them.
 
-pub mod calibration;
+pub mod args;
+pub mod format;
+pub mod measure;
+pub mod quick;
+pub mod report;
+pub mod stats;
 pub mod world;
 
 use std::path::Path;

@@ -4,13 +4,21 @@
 //! ratios can be set against the same ratios measured in policy-server
 //! (`benches/policy-server.md`). Host calls per admission are counted, not timed.
 
-use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use injector_host::{HostContext, Policy, Settings};
+use injector_host::{Engine, HostContext, Policy, Settings};
 
+use super::admission::Engines;
 use crate::world::Scenario;
+
+/// Admissions per round and candidate.
+pub const ADMISSIONS: usize = 2000;
+/// Interleaved rounds.
+pub const ROUNDS: usize = 3;
+/// The row the ratios are taken against.
+pub const REFERENCE: &str = "trivial mutating policy";
 
 /// One policy of the row: a module and the settings it runs with.
 pub struct Candidate {
@@ -60,7 +68,7 @@ pub fn measure(
             (0..candidates.len()).rev().collect()
         };
         for i in order {
-            let (per_s, _) = throughput(&candidates[i], host, scenario, workers, admissions);
+            let per_s = throughput(&candidates[i], host, scenario, workers, admissions);
             rows[i].per_s.push(per_s);
         }
     }
@@ -100,9 +108,8 @@ fn throughput(
     s: &Scenario,
     workers: usize,
     admissions: usize,
-) -> (f64, u64) {
+) -> f64 {
     let per_worker = admissions.div_ceil(workers.max(1));
-    let before = calls(host);
     let t0 = Instant::now();
     std::thread::scope(|scope| {
         for _ in 0..workers.max(1) {
@@ -116,33 +123,39 @@ fn throughput(
         }
     });
     let done = per_worker * workers.max(1);
-    (done as f64 / t0.elapsed().as_secs_f64(), calls(host) - before)
+    done as f64 / t0.elapsed().as_secs_f64()
 }
 
-/// The markdown table; `reference` names the row the ratios are taken against.
-pub fn table(rows: &[Row], reference: &str) -> String {
-    let base = rows
-        .iter()
-        .find(|r| r.name == reference)
-        .map(Row::median)
-        .unwrap_or(f64::NAN);
-    let mut md = String::new();
-    md.push_str(
-        "| policy | admissions/s per round | median | / trivial | host calls per admission | outcome |\n",
-    );
-    md.push_str("|---|---|---|---|---|---|\n");
-    for r in rows {
-        let rounds: Vec<String> = r.per_s.iter().map(|v| format!("{v:.0}")).collect();
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.0} | {:.2} | {} | {} |",
-            r.name,
-            rounds.join(", "),
-            r.median(),
-            r.median() / base,
-            r.host_calls,
-            r.result
-        );
-    }
-    md
+/// The shipped settings file (`deploy/settings/*.yaml`, YAML) as settings.
+fn shipped_settings(path: &Path) -> Settings {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let value: serde_json::Value =
+        serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    Settings::from_value(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The row's policies: trivial, trivial + lookup, ours (empty and shipped settings), floor.
+pub fn candidates(engine: &Engine, e: &Engines, trivial: &Path, shipped: &Path) -> Vec<Candidate> {
+    let trivial_bytes = std::fs::read(trivial)
+        .unwrap_or_else(|err| panic!("{}: {err} (make trivial-policy builds it)", trivial.display()));
+    let trivial = engine
+        .load_policy("trivial", &trivial_bytes)
+        .expect("trivial policy");
+    let with_lookup = Settings::from_value(&serde_json::json!({"lookup": true})).expect("settings");
+    let candidate = |name: &str, policy: &Policy, settings: Settings| Candidate {
+        name: name.to_owned(),
+        policy: policy.clone(),
+        settings,
+    };
+    vec![
+        candidate(REFERENCE, &trivial, Settings::default()),
+        candidate("trivial + 1 cached Namespace lookup", &trivial, with_lookup),
+        candidate("ours, empty settings", &e.ours, e.settings.clone()),
+        candidate(
+            &format!("ours, `{}`", shipped.display()),
+            &e.ours,
+            shipped_settings(shipped),
+        ),
+        candidate("floor (echo)", &e.floor, Settings::default()),
+    ]
 }
