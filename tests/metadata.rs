@@ -70,7 +70,8 @@ fn artifacthub_package_agrees_with_policy_metadata() {
     );
     let rules: Value = serde_yaml_ng::from_str(aa["kubewarden/rules"].as_str().unwrap()).unwrap();
     assert_eq!(rules, m["rules"]);
-    let car: Value = serde_yaml_ng::from_str(aa["kubewarden/contextAwareResources"].as_str().unwrap()).unwrap();
+    let car: Value =
+        serde_yaml_ng::from_str(aa["kubewarden/contextAwareResources"].as_str().unwrap()).unwrap();
     assert_eq!(car, m["contextAwareResources"]);
     assert_eq!(aa["kubewarden/resources"], ann["io.artifacthub.resources"]);
 }
