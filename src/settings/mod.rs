@@ -1,8 +1,11 @@
 //! Policy settings: Linkerd's Helm values subset plus the policy's own `policy` block.
 //!
-//! Decoding is strict about types and values (every error names its key path) and lenient
-//! about unknown keys, so a whole Linkerd values document can be pasted.
+//! Decoding is strict about types and values (every error names its key path) and about the
+//! settings document's keys: a key that is in none of Linkerd's values documents is a typo
+//! (`known_keys`), while keys Linkerd has but the injector ignores are accepted, so a whole values
+//! document can be pasted. The cluster's `linkerd-config` values are not typo-checked.
 
+mod known_keys;
 mod policy;
 mod scalar;
 mod validate;
@@ -66,6 +69,10 @@ impl Settings {
             }
         }
         check_shapes(&value)?;
+        let unknown = known_keys::unknown_keys(&value);
+        if !unknown.is_empty() {
+            return Err(SettingsError(unknown));
+        }
         // Every admission runs in a fresh instance: the common empty document skips the merge.
         // The defaults are valid (`defaults_pass_validation` below), so they are not re-checked.
         if value.as_object().is_some_and(|m| m.is_empty()) {

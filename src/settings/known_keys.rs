@@ -1,0 +1,382 @@
+//! Typos in settings: every key of the settings document must be a key of Linkerd's values (the
+//! chart's `values.yaml` and the `linkerd-config` ConfigMap across the supported window, or read
+//! by the injector) or a field of the policy's own `policy` block.
+//!
+//! Keys Linkerd has but the injector ignores are accepted, so a whole values document can be
+//! pasted. The check runs on every admission (each in a fresh instance), so it is a walk over the
+//! document with binary searches in a generated, sorted table; the nearest-key suggestion is
+//! computed only for an unknown key.
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+
+use super::FieldError;
+use super::policy::PolicyOptions;
+use serde_json::{Map, Value};
+
+#[cfg(test)]
+mod tests;
+
+/// One error per unknown key, sorted by key path. A key is checked only below keys that have
+/// sub-keys in [`KNOWN`]: values of free-form maps, lists and scalars are not keys.
+pub fn unknown_keys(document: &Value) -> Vec<FieldError> {
+    let Value::Object(top) = document else {
+        return Vec::new();
+    };
+    let mut unknown = Vec::new();
+    walk(top, &mut String::new(), &mut unknown);
+    unknown.sort();
+    unknown
+        .into_iter()
+        .map(|(path, key)| error(&path, &key))
+        .collect()
+}
+
+/// Collects `(path, key)` of the unknown keys of `map`, found at `path`.
+fn walk(map: &Map<String, Value>, path: &mut String, unknown: &mut Vec<(String, String)>) {
+    for (key, value) in map {
+        let parent = path.len();
+        if parent > 0 {
+            path.push('.');
+        }
+        path.push_str(key);
+        if path == "policy" {
+            policy_keys(value, unknown);
+        } else if key.contains('.') || KNOWN.binary_search(&path.as_str()).is_err() {
+            // No known key has a dot in a segment: `{"ports.admin": 1}` is not `ports: {admin: 1}`.
+            unknown.push((path.clone(), key.clone()));
+        } else if let Value::Object(sub) = value
+            && has_sub_keys(path)
+        {
+            walk(sub, path, unknown);
+        }
+        path.truncate(parent);
+    }
+}
+
+/// True when some known key lies below `path`.
+fn has_sub_keys(path: &mut String) -> bool {
+    path.push('.');
+    let at = KNOWN.partition_point(|k| *k < path.as_str());
+    let found = KNOWN.get(at).is_some_and(|k| k.starts_with(path.as_str()));
+    path.pop();
+    found
+}
+
+/// The `policy` block is ours: its keys are the fields of [`PolicyOptions`].
+fn policy_keys(block: &Value, unknown: &mut Vec<(String, String)>) {
+    let Value::Object(map) = block else {
+        return;
+    };
+    let fields = policy_fields();
+    for key in map.keys().filter(|k| !fields.contains(&k.as_str())) {
+        unknown.push((format!("policy.{key}"), key.clone()));
+    }
+}
+
+/// The field names serde's derive gives [`PolicyOptions`] (renames applied), so a field added
+/// there is known here with no second list: the derive passes them to `deserialize_struct`,
+/// which [`FieldNames`] records instead of deserializing.
+fn policy_fields() -> &'static [&'static str] {
+    let mut fields: &'static [&'static str] = &[];
+    // The capture always ends in an error: there is no value to build.
+    let _ = PolicyOptions::deserialize(FieldNames(&mut fields));
+    fields
+}
+
+/// A deserializer that only records the field names a struct asks for.
+struct FieldNames<'a>(&'a mut &'static [&'static str]);
+
+impl<'de> Deserializer<'de> for FieldNames<'_> {
+    type Error = de::value::Error;
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        _visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        *self.0 = fields;
+        Err(de::Error::custom("field names recorded"))
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Self::Error> {
+        Err(de::Error::custom("not a struct"))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
+/// The error for one unknown key, with the nearest known key when one is close.
+fn error(path: &str, key: &str) -> FieldError {
+    match nearest(path, key) {
+        Some(known) => FieldError::new(path, format!("unknown field `{key}`; did you mean `{known}`?")),
+        None => FieldError::new(path, format!("unknown field `{key}`")),
+    }
+}
+
+/// The known key nearest to the unknown `key` at `path`: among its siblings first (same parent,
+/// closest name), then anywhere (closest name, then closest path: a key put under the wrong
+/// block). Names are compared case-insensitively by Damerau-Levenshtein distance, and only a
+/// distance up to a third of the typed name counts as close.
+fn nearest(path: &str, key: &str) -> Option<String> {
+    let typed = Typed {
+        name: key.to_lowercase(),
+        path: path.to_lowercase(),
+        limit: (key.chars().count() / 3).max(1),
+    };
+    let policy: Vec<String> = policy_fields().iter().map(|f| format!("policy.{f}")).collect();
+    let mut candidates: Vec<&str> = KNOWN
+        .iter()
+        .copied()
+        .chain(policy.iter().map(String::as_str))
+        .collect();
+    candidates.sort_unstable();
+    let parent = &path[..path.len() - key.len()];
+    let siblings = candidates
+        .iter()
+        .filter(|k| k.strip_prefix(parent).is_some_and(|rest| !rest.contains('.')));
+    let sibling = siblings.filter_map(|k| typed.close(k).map(|d| (d, *k))).min();
+    let anywhere = || {
+        let near = candidates
+            .iter()
+            .filter_map(|k| typed.close(k).map(|d| (d, typed.path_distance(k), *k)));
+        near.min().map(|(_, _, k)| k)
+    };
+    sibling.map(|(_, k)| k).or_else(anywhere).map(str::to_owned)
+}
+
+/// An unknown key, lower-cased, and how far from it a name may be.
+struct Typed {
+    name: String,
+    path: String,
+    limit: usize,
+}
+
+impl Typed {
+    /// The distance from the last segment of `known` to the typed name, when close enough.
+    fn close(&self, known: &str) -> Option<usize> {
+        let name = known.rsplit('.').next().unwrap_or(known);
+        let d = strsim::damerau_levenshtein(&self.name, &name.to_lowercase());
+        (d <= self.limit).then_some(d)
+    }
+
+    fn path_distance(&self, known: &str) -> usize {
+        strsim::damerau_levenshtein(&self.path, &known.to_lowercase())
+    }
+}
+
+/// Maps and lists whose keys or items are the user's: labels and annotations, label selectors,
+/// Kubernetes objects the chart renders verbatim (security contexts, capabilities, affinity,
+/// tolerations, a deployment strategy), EnvVar lists, and the destination controller's protobuf
+/// client parameters. The generated table holds none of their sub-keys (Linkerd's defaults give
+/// some as examples, e.g. `nodeSelector.kubernetes.io/os`), so the walk never descends into them.
+/// Likewise for every key that has no sub-keys in Linkerd's documents (a scalar, `{}`, `[]` or
+/// `null`: `proxyInit.resources`, `heartbeat`, `configReaders`): it takes any value. The
+/// `*resources` blocks are not free-form: Linkerd's template reads exactly
+/// `{cpu,memory,ephemeral-storage}.{request,limit}`, and Kubernetes' `requests:`/`limits:` there
+/// is a mistake it silently ignores.
+#[cfg(test)]
+const FREE_FORM: &[&str] = &[
+    "commonLabels",
+    "controller.tracing.labels",
+    "deploymentStrategy",
+    "destinationController.meshedHttp2ClientProtobuf",
+    "destinationController.podAnnotations",
+    "identity.additionalEnv",
+    "identity.experimentalEnv",
+    "identity.podAnnotations",
+    "imagePullSecrets",
+    "networkValidator.securityContext",
+    "nodeAffinity",
+    "nodeSelector",
+    "podAnnotations",
+    "podLabels",
+    "podMonitor.labels",
+    "policyValidator.namespaceSelector",
+    "profileValidator.namespaceSelector",
+    "proxy.additionalEnv",
+    "proxy.capabilities",
+    "proxy.experimentalEnv",
+    "proxy.securityContext",
+    "proxy.tracing.labels",
+    "proxyInit.capabilities",
+    "proxyInjector.additionalEnv",
+    "proxyInjector.experimentalEnv",
+    "proxyInjector.namespaceSelector",
+    "proxyInjector.objectSelector",
+    "proxyInjector.podAnnotations",
+    "tolerations",
+];
+
+// The table below is generated by `known_keys::tests::table_matches_linkerds_values` from the
+// values documents under tests/fixtures/ (Linkerd's chart values at edge-26.5.1 and edge-26.8.3,
+// the HA overlay, the six `linkerd-config` ConfigMaps) and the keys `Settings` reads; the
+// `policy` block's fields come from `PolicyOptions` itself. Regenerate with
+// `UPDATE_KNOWN_KEYS=1 cargo test -p linkerd-injector-policy --lib known_keys`.
+// BEGIN GENERATED
+#[rustfmt::skip]
+const KNOWN: &[&str] = &[
+    "cliVersion",
+    "clusterDomain",
+    "clusterNetworks",
+    "cniEnabled",
+    "commonLabels",
+    "configReaders",
+    "controller", "controller.podDisruptionBudget", "controller.podDisruptionBudget.maxUnavailable",
+    "controller.tracing", "controller.tracing.collector", "controller.tracing.collector.endpoint",
+    "controller.tracing.collector.meshIdentity", "controller.tracing.enabled", "controller.tracing.labels",
+    "controller.tracing.protocol", "controller.tracing.traceServiceName",
+    "controllerGID",
+    "controllerImage",
+    "controllerImageVersion",
+    "controllerLogFormat",
+    "controllerLogLevel",
+    "controllerReplicas",
+    "controllerResources", "controllerResources.cpu", "controllerResources.cpu.limit",
+    "controllerResources.cpu.request", "controllerResources.memory", "controllerResources.memory.limit",
+    "controllerResources.memory.request",
+    "controllerUID",
+    "debugContainer", "debugContainer.image", "debugContainer.image.name", "debugContainer.image.pullPolicy",
+    "debugContainer.image.version",
+    "deploymentStrategy",
+    "destinationController", "destinationController.livenessProbe",
+    "destinationController.livenessProbe.timeoutSeconds", "destinationController.meshedHttp2ClientProtobuf",
+    "destinationController.podAnnotations", "destinationController.readinessProbe",
+    "destinationController.readinessProbe.timeoutSeconds",
+    "destinationProxyResources",
+    "destinationResources", "destinationResources.cpu", "destinationResources.cpu.limit",
+    "destinationResources.cpu.request", "destinationResources.ephemeral-storage",
+    "destinationResources.ephemeral-storage.limit", "destinationResources.ephemeral-storage.request",
+    "destinationResources.memory", "destinationResources.memory.limit", "destinationResources.memory.request",
+    "disableHeartBeat",
+    "disableIPv6",
+    "egress", "egress.globalEgressNetworkNamespace",
+    "enableEndpointSlices",
+    "enableH2Upgrade",
+    "enablePSP",
+    "enablePodAntiAffinity",
+    "enablePodDisruptionBudget",
+    "enablePprof",
+    "heartbeat",
+    "heartbeatResources", "heartbeatResources.cpu", "heartbeatResources.cpu.limit",
+    "heartbeatResources.cpu.request", "heartbeatResources.ephemeral-storage",
+    "heartbeatResources.ephemeral-storage.limit", "heartbeatResources.ephemeral-storage.request",
+    "heartbeatResources.memory", "heartbeatResources.memory.limit", "heartbeatResources.memory.request",
+    "heartbeatSchedule",
+    "highAvailability",
+    "identity", "identity.additionalEnv", "identity.experimentalEnv", "identity.externalCA",
+    "identity.issuer", "identity.issuer.clockSkewAllowance", "identity.issuer.issuanceLifetime",
+    "identity.issuer.scheme", "identity.issuer.tls", "identity.issuer.tls.crtPEM",
+    "identity.issuer.tls.keyPEM", "identity.kubeAPI", "identity.kubeAPI.clientBurst",
+    "identity.kubeAPI.clientQPS", "identity.livenessProbe", "identity.livenessProbe.timeoutSeconds",
+    "identity.podAnnotations", "identity.readinessProbe", "identity.readinessProbe.timeoutSeconds",
+    "identity.serviceAccountTokenProjection",
+    "identityProxyResources",
+    "identityResources", "identityResources.cpu", "identityResources.cpu.limit",
+    "identityResources.cpu.request", "identityResources.ephemeral-storage",
+    "identityResources.ephemeral-storage.limit", "identityResources.ephemeral-storage.request",
+    "identityResources.memory", "identityResources.memory.limit", "identityResources.memory.request",
+    "identityTrustAnchorsPEM",
+    "identityTrustDomain",
+    "imagePullPolicy",
+    "imagePullSecrets",
+    "kubeAPI", "kubeAPI.clientBurst", "kubeAPI.clientQPS",
+    "linkerdVersion",
+    "networkValidator", "networkValidator.connectAddr", "networkValidator.listenAddr",
+    "networkValidator.logFormat", "networkValidator.logLevel", "networkValidator.securityContext",
+    "networkValidator.timeout",
+    "nodeAffinity",
+    "nodeSelector",
+    "podAnnotations",
+    "podLabels",
+    "podMonitor", "podMonitor.controller", "podMonitor.controller.enabled",
+    "podMonitor.controller.honorTimestamps", "podMonitor.controller.namespaceSelector", "podMonitor.enabled",
+    "podMonitor.labels", "podMonitor.proxy", "podMonitor.proxy.enabled", "podMonitor.proxy.honorTimestamps",
+    "podMonitor.scrapeInterval", "podMonitor.scrapeTimeout", "podMonitor.serviceMirror",
+    "podMonitor.serviceMirror.enabled", "podMonitor.serviceMirror.honorTimestamps",
+    "policy",
+    "policyController", "policyController.livenessProbe", "policyController.livenessProbe.timeoutSeconds",
+    "policyController.logLevel", "policyController.probeNetworks", "policyController.readinessProbe",
+    "policyController.readinessProbe.timeoutSeconds", "policyController.resources",
+    "policyController.resources.cpu", "policyController.resources.cpu.limit",
+    "policyController.resources.cpu.request", "policyController.resources.ephemeral-storage",
+    "policyController.resources.ephemeral-storage.limit",
+    "policyController.resources.ephemeral-storage.request", "policyController.resources.memory",
+    "policyController.resources.memory.limit", "policyController.resources.memory.request",
+    "policyValidator", "policyValidator.caBundle", "policyValidator.crtPEM", "policyValidator.externalSecret",
+    "policyValidator.injectCaFrom", "policyValidator.injectCaFromSecret", "policyValidator.keyPEM",
+    "policyValidator.namespaceSelector",
+    "priorityClassName",
+    "profileValidator", "profileValidator.caBundle", "profileValidator.crtPEM",
+    "profileValidator.externalSecret", "profileValidator.injectCaFrom", "profileValidator.injectCaFromSecret",
+    "profileValidator.keyPEM", "profileValidator.namespaceSelector",
+    "prometheusUrl",
+    "proxy", "proxy.accessLog", "proxy.additionalEnv", "proxy.await", "proxy.capabilities", "proxy.control",
+    "proxy.control.streams", "proxy.control.streams.idleTimeout", "proxy.control.streams.initialTimeout",
+    "proxy.control.streams.lifetime", "proxy.cores", "proxy.defaultInboundPolicy",
+    "proxy.disableInboundProtocolDetectTimeout", "proxy.disableOutboundProtocolDetectTimeout",
+    "proxy.enableExternalProfiles", "proxy.enableShutdownEndpoint", "proxy.experimentalEnv", "proxy.gid",
+    "proxy.image", "proxy.image.name", "proxy.image.pullPolicy", "proxy.image.version", "proxy.inbound",
+    "proxy.inbound.server", "proxy.inbound.server.http2", "proxy.inbound.server.http2.keepAliveInterval",
+    "proxy.inbound.server.http2.keepAliveTimeout", "proxy.inboundConnectTimeout",
+    "proxy.inboundDiscoveryCacheUnusedTimeout", "proxy.isGateway", "proxy.isIngress", "proxy.livenessProbe",
+    "proxy.livenessProbe.failureThreshold", "proxy.livenessProbe.initialDelaySeconds",
+    "proxy.livenessProbe.periodSeconds", "proxy.livenessProbe.timeoutSeconds", "proxy.logFormat",
+    "proxy.logHTTPHeaders", "proxy.logLevel", "proxy.metrics", "proxy.metrics.hostnameLabels",
+    "proxy.nativeSidecar", "proxy.opaquePorts", "proxy.outbound", "proxy.outbound.server",
+    "proxy.outbound.server.http2", "proxy.outbound.server.http2.keepAliveInterval",
+    "proxy.outbound.server.http2.keepAliveTimeout", "proxy.outboundConnectTimeout",
+    "proxy.outboundDiscoveryCacheUnusedTimeout", "proxy.outboundTransportMode", "proxy.podInboundPorts",
+    "proxy.ports", "proxy.ports.admin", "proxy.ports.control", "proxy.ports.inbound", "proxy.ports.outbound",
+    "proxy.readinessProbe", "proxy.readinessProbe.failureThreshold",
+    "proxy.readinessProbe.initialDelaySeconds", "proxy.readinessProbe.periodSeconds",
+    "proxy.readinessProbe.timeoutSeconds", "proxy.requireIdentityOnInboundPorts", "proxy.resources",
+    "proxy.resources.cpu", "proxy.resources.cpu.limit", "proxy.resources.cpu.request",
+    "proxy.resources.ephemeral-storage", "proxy.resources.ephemeral-storage.limit",
+    "proxy.resources.ephemeral-storage.request", "proxy.resources.memory", "proxy.resources.memory.limit",
+    "proxy.resources.memory.request", "proxy.runtime", "proxy.runtime.workers",
+    "proxy.runtime.workers.maximum", "proxy.runtime.workers.maximumCPURatio", "proxy.runtime.workers.minimum",
+    "proxy.saMountPath", "proxy.securityContext", "proxy.shutdownGracePeriod", "proxy.startupProbe",
+    "proxy.startupProbe.failureThreshold", "proxy.startupProbe.initialDelaySeconds",
+    "proxy.startupProbe.periodSeconds", "proxy.tracing", "proxy.tracing.collector",
+    "proxy.tracing.collector.endpoint", "proxy.tracing.collector.meshIdentity",
+    "proxy.tracing.collector.meshIdentity.namespace",
+    "proxy.tracing.collector.meshIdentity.serviceAccountName", "proxy.tracing.enabled",
+    "proxy.tracing.labels", "proxy.tracing.protocol", "proxy.tracing.traceServiceName", "proxy.uid",
+    "proxy.waitBeforeExitSeconds",
+    "proxyContainerName",
+    "proxyInit", "proxyInit.capabilities", "proxyInit.closeWaitTimeoutSecs", "proxyInit.ignoreInboundPorts",
+    "proxyInit.ignoreOutboundPorts", "proxyInit.iptablesMode", "proxyInit.kubeAPIServerPorts",
+    "proxyInit.logFormat", "proxyInit.logLevel", "proxyInit.privileged", "proxyInit.resources",
+    "proxyInit.runAsGroup", "proxyInit.runAsRoot", "proxyInit.runAsUser", "proxyInit.saMountPath",
+    "proxyInit.skipSubnets", "proxyInit.xtMountPath", "proxyInit.xtMountPath.mountPath",
+    "proxyInit.xtMountPath.name", "proxyInit.xtMountPath.readOnly",
+    "proxyInjector", "proxyInjector.additionalEnv", "proxyInjector.caBundle", "proxyInjector.crtPEM",
+    "proxyInjector.experimentalEnv", "proxyInjector.externalSecret", "proxyInjector.injectCaFrom",
+    "proxyInjector.injectCaFromSecret", "proxyInjector.keyPEM", "proxyInjector.livenessProbe",
+    "proxyInjector.livenessProbe.timeoutSeconds", "proxyInjector.namespaceSelector",
+    "proxyInjector.objectSelector", "proxyInjector.podAnnotations", "proxyInjector.readinessProbe",
+    "proxyInjector.readinessProbe.timeoutSeconds", "proxyInjector.timeoutSeconds",
+    "proxyInjectorProxyResources",
+    "proxyInjectorResources", "proxyInjectorResources.cpu", "proxyInjectorResources.cpu.limit",
+    "proxyInjectorResources.cpu.request", "proxyInjectorResources.ephemeral-storage",
+    "proxyInjectorResources.ephemeral-storage.limit", "proxyInjectorResources.ephemeral-storage.request",
+    "proxyInjectorResources.memory", "proxyInjectorResources.memory.limit",
+    "proxyInjectorResources.memory.request",
+    "revisionHistoryLimit",
+    "runtimeClassName",
+    "spValidator", "spValidator.livenessProbe", "spValidator.livenessProbe.timeoutSeconds",
+    "spValidator.readinessProbe", "spValidator.readinessProbe.timeoutSeconds",
+    "spValidatorResources", "spValidatorResources.cpu", "spValidatorResources.cpu.limit",
+    "spValidatorResources.cpu.request", "spValidatorResources.memory", "spValidatorResources.memory.limit",
+    "spValidatorResources.memory.request",
+    "tap", "tap.caBundle", "tap.externalSecret",
+    "tolerations",
+    "webhookFailurePolicy",
+];
+// END GENERATED
