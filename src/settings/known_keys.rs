@@ -13,6 +13,7 @@ use serde::de::{self, Deserializer, Visitor};
 use super::FieldError;
 use super::policy::PolicyOptions;
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 #[cfg(test)]
 mod tests;
@@ -23,17 +24,19 @@ pub fn unknown_keys(document: &Value) -> Vec<FieldError> {
     let Value::Object(top) = document else {
         return Vec::new();
     };
-    let mut unknown = Vec::new();
+    let mut unknown = Unknown::new();
     walk(top, &mut String::new(), &mut unknown);
-    unknown.sort();
     unknown
         .into_iter()
         .map(|(path, key)| error(&path, &key))
         .collect()
 }
 
-/// Collects `(path, key)` of the unknown keys of `map`, found at `path`.
-fn walk(map: &Map<String, Value>, path: &mut String, unknown: &mut Vec<(String, String)>) {
+/// Unknown keys: path to key (the last segment, which may contain a dot), sorted by path.
+type Unknown = BTreeMap<String, String>;
+
+/// Collects the unknown keys of `map`, found at `path`.
+fn walk(map: &Map<String, Value>, path: &mut String, unknown: &mut Unknown) {
     for (key, value) in map {
         let parent = path.len();
         if parent > 0 {
@@ -44,7 +47,7 @@ fn walk(map: &Map<String, Value>, path: &mut String, unknown: &mut Vec<(String, 
             policy_keys(value, unknown);
         } else if key.contains('.') || KNOWN.binary_search(&path.as_str()).is_err() {
             // No known key has a dot in a segment: `{"ports.admin": 1}` is not `ports: {admin: 1}`.
-            unknown.push((path.clone(), key.clone()));
+            unknown.insert(path.clone(), key.clone());
         } else if let Value::Object(sub) = value
             && has_sub_keys(path)
         {
@@ -64,13 +67,13 @@ fn has_sub_keys(path: &mut String) -> bool {
 }
 
 /// The `policy` block is ours: its keys are the fields of [`PolicyOptions`].
-fn policy_keys(block: &Value, unknown: &mut Vec<(String, String)>) {
+fn policy_keys(block: &Value, unknown: &mut Unknown) {
     let Value::Object(map) = block else {
         return;
     };
     let fields = policy_fields();
     for key in map.keys().filter(|k| !fields.contains(&k.as_str())) {
-        unknown.push((format!("policy.{key}"), key.clone()));
+        unknown.insert(format!("policy.{key}"), key.clone());
     }
 }
 
@@ -125,26 +128,18 @@ fn error(path: &str, key: &str) -> FieldError {
 /// distance up to a third of the typed name counts as close.
 fn nearest(path: &str, key: &str) -> Option<String> {
     let typed = Typed {
-        name: key.to_lowercase(),
-        path: path.to_lowercase(),
+        name: key.to_ascii_lowercase(),
+        path: path.to_ascii_lowercase(),
         limit: (key.chars().count() / 3).max(1),
     };
     let policy: Vec<String> = policy_fields().iter().map(|f| format!("policy.{f}")).collect();
-    let mut candidates: Vec<&str> = KNOWN
-        .iter()
-        .copied()
-        .chain(policy.iter().map(String::as_str))
-        .collect();
-    candidates.sort_unstable();
+    // `min` over (distance, key) tuples: the order of the candidates does not matter.
+    let candidates = || KNOWN.iter().copied().chain(policy.iter().map(String::as_str));
     let parent = &path[..path.len() - key.len()];
-    let siblings = candidates
-        .iter()
-        .filter(|k| k.strip_prefix(parent).is_some_and(|rest| !rest.contains('.')));
-    let sibling = siblings.filter_map(|k| typed.close(k).map(|d| (d, *k))).min();
+    let siblings = candidates().filter(|k| k.strip_prefix(parent).is_some_and(|rest| !rest.contains('.')));
+    let sibling = siblings.filter_map(|k| typed.close(k).map(|d| (d, k))).min();
     let anywhere = || {
-        let near = candidates
-            .iter()
-            .filter_map(|k| typed.close(k).map(|d| (d, typed.path_distance(k), *k)));
+        let near = candidates().filter_map(|k| typed.close(k).map(|d| (d, typed.path_distance(k), k)));
         near.min().map(|(_, _, k)| k)
     };
     sibling.map(|(_, k)| k).or_else(anywhere).map(str::to_owned)
@@ -161,12 +156,12 @@ impl Typed {
     /// The distance from the last segment of `known` to the typed name, when close enough.
     fn close(&self, known: &str) -> Option<usize> {
         let name = known.rsplit('.').next().unwrap_or(known);
-        let d = strsim::damerau_levenshtein(&self.name, &name.to_lowercase());
+        let d = strsim::osa_distance(&self.name, &name.to_ascii_lowercase());
         (d <= self.limit).then_some(d)
     }
 
     fn path_distance(&self, known: &str) -> usize {
-        strsim::damerau_levenshtein(&self.path, &known.to_lowercase())
+        strsim::osa_distance(&self.path, &known.to_ascii_lowercase())
     }
 }
 
