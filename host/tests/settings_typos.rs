@@ -22,7 +22,7 @@ fn validate_settings_names_the_typo_and_the_nearest_key() {
 fn a_pasted_linkerd_config_values_document_is_valid() {
     let policy = engine().load_policy_file(&policy_wasm_path()).expect("policy.wasm compiles");
     let mut instance = policy.instantiate(&policy_host()).unwrap();
-    let file = manifest_dir().join("../tests/fixtures/linkerd-versions/edge-26.8.3/linkerd-config/install_ha_output.yaml");
+    let file = manifest_dir().join("../tests/fixtures/linkerd-config/edge-26.8.3/install_ha_output.yaml");
     let config: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let values: Value = serde_yaml::from_str(config["data"]["values"].as_str().unwrap()).unwrap();
     let answer = instance.validate_settings(&settings(values));
