@@ -9,7 +9,9 @@ use serde_json::{Value, json};
 
 #[test]
 fn validate_settings_names_the_typo_and_the_nearest_key() {
-    let policy = engine().load_policy_file(&policy_wasm_path()).expect("policy.wasm compiles");
+    let policy = engine()
+        .load_policy_file(&policy_wasm_path())
+        .expect("policy.wasm compiles");
     let mut instance = policy.instantiate(&policy_host()).unwrap();
     let answer = instance.validate_settings(&settings(json!({"proxy": {"logLvl": "debug"}})));
     assert_eq!(
@@ -20,7 +22,9 @@ fn validate_settings_names_the_typo_and_the_nearest_key() {
 
 #[test]
 fn a_pasted_linkerd_config_values_document_is_valid() {
-    let policy = engine().load_policy_file(&policy_wasm_path()).expect("policy.wasm compiles");
+    let policy = engine()
+        .load_policy_file(&policy_wasm_path())
+        .expect("policy.wasm compiles");
     let mut instance = policy.instantiate(&policy_host()).unwrap();
     let file = manifest_dir().join("../tests/fixtures/linkerd-config/edge-26.8.3/install_ha_output.yaml");
     let config: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
