@@ -37,6 +37,10 @@ fn error_of(settings: Value) -> String {
     json!({"proxy": {"ports": {"admn": 4191}}}),
     "settings.proxy.ports.admn: unknown field `admn`; did you mean `proxy.ports.admin`?"
 )]
+#[case::three_levels_down(
+    json!({"proxy": {"resources": {"cpu": {"requst": "100m"}}}}),
+    "settings.proxy.resources.cpu.requst: unknown field `requst`; did you mean `proxy.resources.cpu.request`?"
+)]
 #[case::wrong_case(
     json!({"proxy": {"nativesidecar": false}}),
     "settings.proxy.nativesidecar: unknown field `nativesidecar`; did you mean `proxy.nativeSidecar`?"

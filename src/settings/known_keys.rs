@@ -25,7 +25,7 @@ pub fn unknown_keys(document: &Value) -> Vec<FieldError> {
         return Vec::new();
     };
     let mut unknown = Unknown::new();
-    walk(top, &mut String::new(), &mut unknown);
+    walk(top, &mut String::new(), KNOWN, &mut unknown);
     unknown
         .into_iter()
         .map(|(path, key)| error(&path, &key))
@@ -35,35 +35,39 @@ pub fn unknown_keys(document: &Value) -> Vec<FieldError> {
 /// Unknown keys: path to key (the last segment, which may contain a dot), sorted by path.
 type Unknown = BTreeMap<String, String>;
 
-/// Collects the unknown keys of `map`, found at `path`.
-fn walk(map: &Map<String, Value>, path: &mut String, unknown: &mut Unknown) {
+/// Collects the unknown keys of `map`, found at `path`; `below` is the part of the table under
+/// `path`, so each search is in its block only.
+fn walk(map: &Map<String, Value>, path: &mut String, below: &'static [&'static str], unknown: &mut Unknown) {
     for (key, value) in map {
         let parent = path.len();
         if parent > 0 {
             path.push('.');
         }
         path.push_str(key);
-        if path == "policy" {
-            policy_keys(value, unknown);
-        } else if key.contains('.') || KNOWN.binary_search(&path.as_str()).is_err() {
+        match below.binary_search(&path.as_str()) {
+            _ if path == "policy" => policy_keys(value, unknown),
             // No known key has a dot in a segment: `{"ports.admin": 1}` is not `ports: {admin: 1}`.
-            unknown.insert(path.clone(), key.clone());
-        } else if let Value::Object(sub) = value
-            && has_sub_keys(path)
-        {
-            walk(sub, path, unknown);
+            Ok(at) if !key.contains('.') => {
+                let sub = sub_keys(&below[at + 1..], path);
+                if let (Value::Object(map), false) = (value, sub.is_empty()) {
+                    walk(map, path, sub, unknown);
+                }
+            }
+            _ => {
+                unknown.insert(path.clone(), key.clone());
+            }
         }
         path.truncate(parent);
     }
 }
 
-/// True when some known key lies below `path`.
-fn has_sub_keys(path: &mut String) -> bool {
+/// The entries of `table` below `path` (a contiguous block, as the table is sorted).
+fn sub_keys(table: &'static [&'static str], path: &mut String) -> &'static [&'static str] {
     path.push('.');
-    let at = KNOWN.partition_point(|k| *k < path.as_str());
-    let found = KNOWN.get(at).is_some_and(|k| k.starts_with(path.as_str()));
+    let start = table.partition_point(|k| *k < path.as_str());
+    let len = table[start..].partition_point(|k| k.starts_with(path.as_str()));
     path.pop();
-    found
+    &table[start..start + len]
 }
 
 /// The `policy` block is ours: its keys are the fields of [`PolicyOptions`].

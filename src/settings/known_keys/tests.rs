@@ -168,11 +168,22 @@ fn free_form_paths_are_known_leaves() {
             KNOWN.binary_search(path).is_ok(),
             "{path} is not a key of Linkerd's values"
         );
-        assert!(
-            !has_sub_keys(&mut path.to_string()),
-            "{path} has sub-keys in the table"
-        );
+        let sub = sub_keys(KNOWN, &mut path.to_string());
+        assert!(sub.is_empty(), "{path} has sub-keys in the table: {sub:?}");
     }
+}
+
+#[test]
+fn sub_keys_are_the_block_below_a_path() {
+    let ports = [
+        "proxy.ports.admin",
+        "proxy.ports.control",
+        "proxy.ports.inbound",
+        "proxy.ports.outbound",
+    ];
+    assert_eq!(sub_keys(KNOWN, &mut "proxy.ports".to_string()), ports);
+    assert_eq!(sub_keys(KNOWN, &mut "proxy.uid".to_string()), &[] as &[&str]);
+    assert_eq!(sub_keys(KNOWN, &mut "proxy.resources".to_string()).len(), 9);
 }
 
 /// The captured field names are exactly the keys `PolicyOptions` serialises.
@@ -192,17 +203,23 @@ fn policy_fields_are_policy_options_fields() {
     assert!(have.contains(&"trustAnchors"));
 }
 
+/// The fastest of 20 rounds of 500 calls: the machine is shared, and the minimum is the cost
+/// without preemption.
 fn time_per_call(doc: &Value, f: impl Fn(&Value) -> usize) -> (usize, std::time::Duration) {
-    const CALLS: u32 = 20_000;
+    const CALLS: u32 = 500;
     let found = f(doc);
-    let start = std::time::Instant::now();
-    for _ in 0..CALLS {
-        std::hint::black_box(f(std::hint::black_box(doc)));
-    }
-    (found, start.elapsed() / CALLS)
+    let round = || {
+        let start = std::time::Instant::now();
+        for _ in 0..CALLS {
+            std::hint::black_box(f(std::hint::black_box(doc)));
+        }
+        start.elapsed() / CALLS
+    };
+    (found, (0..20).map(|_| round()).min().unwrap_or_default())
 }
 
-/// `cargo test --release -p linkerd-injector-policy --lib known_keys -- --ignored --nocapture`
+/// `cargo test --profile host -p linkerd-injector-policy --lib known_keys -- --ignored --nocapture`
+/// (the `host` profile: optimised, without the module's fat LTO).
 #[test]
 #[ignore = "timing printout"]
 fn cost_of_the_check() {
