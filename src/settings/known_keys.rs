@@ -48,7 +48,7 @@ fn walk(map: &Map<String, Value>, path: &mut String, below: &'static [&'static s
             _ if path == "policy" => policy_keys(value, unknown),
             // No known key has a dot in a segment: `{"ports.admin": 1}` is not `ports: {admin: 1}`.
             Ok(at) if !key.contains('.') => {
-                let sub = sub_keys(&below[at + 1..], path);
+                let sub = sub_keys(below.get(at + 1..).unwrap_or_default(), path);
                 if let (Value::Object(map), false) = (value, sub.is_empty()) {
                     walk(map, path, sub, unknown);
                 }
@@ -65,9 +65,10 @@ fn walk(map: &Map<String, Value>, path: &mut String, below: &'static [&'static s
 fn sub_keys(table: &'static [&'static str], path: &mut String) -> &'static [&'static str] {
     path.push('.');
     let start = table.partition_point(|k| *k < path.as_str());
-    let len = table[start..].partition_point(|k| k.starts_with(path.as_str()));
+    let block = table.get(start..).unwrap_or_default();
+    let len = block.partition_point(|k| k.starts_with(path.as_str()));
     path.pop();
-    &table[start..start + len]
+    block.get(..len).unwrap_or_default()
 }
 
 /// The `policy` block is ours: its keys are the fields of [`PolicyOptions`].
@@ -139,7 +140,7 @@ fn nearest(path: &str, key: &str) -> Option<String> {
     let policy: Vec<String> = policy_fields().iter().map(|f| format!("policy.{f}")).collect();
     // `min` over (distance, key) tuples: the order of the candidates does not matter.
     let candidates = || KNOWN.iter().copied().chain(policy.iter().map(String::as_str));
-    let parent = &path[..path.len() - key.len()];
+    let parent = path.strip_suffix(key).unwrap_or_default();
     let siblings = candidates().filter(|k| k.strip_prefix(parent).is_some_and(|rest| !rest.contains('.')));
     let sibling = siblings.filter_map(|k| typed.close(k).map(|d| (d, k))).min();
     let anywhere = || {
