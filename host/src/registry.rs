@@ -18,7 +18,7 @@ use oci_client::{Client, Reference};
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::metadata::PolicyMetadata;
+use crate::protocol::metadata::PolicyMetadata;
 
 /// The URI scheme of a module in an OCI registry.
 pub const SCHEME: &str = "registry://";
@@ -66,7 +66,7 @@ impl Sources {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        serde_yaml::from_str(&text).map_err(|e| err(e.to_string()))
+        serde_yaml_ng::from_str(&text).map_err(|e| err(e.to_string()))
     }
 
     /// Marks one `host[:port]` as insecure (`--insecure` on the command line).

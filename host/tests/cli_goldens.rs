@@ -16,11 +16,11 @@
 
 use std::path::{Path, PathBuf};
 
-use injector_host::context::ClusterState;
-use injector_host::engine::{Engine, EngineConfig, Policy};
-use injector_host::inject::{InjectError, InjectOptions, Injector, Input, Verdict};
-use injector_host::metadata::PolicyMetadata;
-use injector_host::request::Settings;
+use injector_host::hostcalls::cluster::ClusterState;
+use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input, Verdict};
+use injector_host::protocol::metadata::PolicyMetadata;
+use injector_host::protocol::request::PolicySettings;
+use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -66,7 +66,7 @@ struct Case {
     name: &'static str,
     input: &'static str,
     config: Config,
-    /// Settings on top of the configuration (deep-merged).
+    /// The settings on top of the configuration (deep-merged).
     settings: Value,
     options: InjectOptions,
     expect: Expect,
@@ -469,7 +469,7 @@ fn short(v: &Value) -> String {
 }
 
 fn parse_stream(text: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(text)
+    serde_yaml_ng::Deserializer::from_str(text)
         .map(|d| Value::deserialize(d).expect("golden YAML"))
         .filter(|v| !v.is_null())
         .collect()
@@ -479,16 +479,16 @@ fn parse_stream(text: &str) -> Vec<Value> {
 
 struct Runner {
     policy: Policy,
-    allow: std::collections::BTreeSet<injector_host::metadata::ContextAwareResource>,
+    allow: std::collections::BTreeSet<injector_host::protocol::metadata::ContextAwareResource>,
 }
 
 impl Runner {
-    fn run(&self, c: &Case) -> Result<injector_host::inject::InjectOutput, InjectError> {
+    fn run(&self, c: &Case) -> Result<injector_host::linkerd::inject::InjectOutput, InjectError> {
         let mut settings = base_settings(c.config);
         merge(&mut settings, &c.settings);
         let injector = Injector::new(
             &self.policy,
-            Settings::from_value(&settings).unwrap(),
+            PolicySettings::from_value(&settings).unwrap(),
             c.options.clone(),
             ClusterState::new(),
             Some(self.allow.clone()),

@@ -7,9 +7,11 @@
 //! Then the version rules through the module: the changes of the window, releases outside it.
 
 mod common;
+// the core's tests/common/fixtures.rs, which policy_support includes, names it `serde_yaml`
+extern crate serde_yaml_ng as serde_yaml;
 mod policy_support;
 
-use injector_host::context::ClusterState;
+use injector_host::hostcalls::cluster::ClusterState;
 use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};

@@ -5,15 +5,17 @@
 //! costs ~0.1 ms of wall time even when served from its cache.
 
 mod common;
+// the core's tests/common/fixtures.rs, which policy_support includes, names it `serde_yaml`
+extern crate serde_yaml_ng as serde_yaml;
 mod policy_support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::fault::FaultPlan;
-use injector_host::lookup::{ClusterLookup, LookupSource, Lookups, ResourceStats};
-use injector_host::replay::CallbackRequestType;
+use injector_host::hostcalls::fault::FaultPlan;
+use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups, ResourceStats};
+use injector_host::hostcalls::replay::CallbackRequestType;
+use injector_host::runtime::callback::{HostContext, LogSink};
 use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};

@@ -41,7 +41,7 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// Settings with the test trust anchors inline, written to a file.
+/// The settings with the test trust anchors inline, written to a file.
 fn settings_file(name: &str, extra: Value) -> PathBuf {
     let mut settings = json!({"identityTrustAnchorsPEM": pem()});
     if let (Value::Object(a), Value::Object(b)) = (&mut settings, extra) {
@@ -77,7 +77,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn docs(yaml: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(yaml)
+    serde_yaml_ng::Deserializer::from_str(yaml)
         .map(|d| Value::deserialize(d).unwrap())
         .filter(|v| !v.is_null())
         .collect()

@@ -6,10 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::callback::HostContext;
-use injector_host::engine::{Engine, EngineConfig, EngineError, Policy};
-use injector_host::memory::{WASM_PAGE, peak_linear_memory};
-use injector_host::rollout::{Outcome, Rng, classify, pod_create_request};
+use injector_host::linkerd::rollout::{Outcome, Rng, classify, pod_create_request};
+use injector_host::runtime::callback::HostContext;
+use injector_host::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
+use injector_host::runtime::memory::{WASM_PAGE, peak_linear_memory};
 use injector_host::{AdmissionRequest, AdmissionResponse};
 use serde_json::{Value, json};
 

@@ -7,6 +7,8 @@
 //! default `templateHash` resolves a Deployment's pod without the lookup, faults or not.
 
 mod common;
+// the core's tests/common/fixtures.rs, which policy_support includes, names it `serde_yaml`
+extern crate serde_yaml_ng as serde_yaml;
 mod policy_support;
 
 use std::collections::BTreeMap;
@@ -14,11 +16,11 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use injector_host::callback::HostContext;
-use injector_host::fault::FaultPlan;
-use injector_host::lookup::ResourceStats;
-use injector_host::replay::ReplaySession;
-use injector_host::response::AdmissionResponseStatus;
+use injector_host::hostcalls::fault::FaultPlan;
+use injector_host::hostcalls::lookup::ResourceStats;
+use injector_host::hostcalls::replay::ReplaySession;
+use injector_host::protocol::response::AdmissionResponseStatus;
+use injector_host::runtime::callback::HostContext;
 use injector_host::{AdmissionResponse, ClusterState};
 use policy_support::*;
 use serde_json::{Value, json};

@@ -3,11 +3,11 @@
 mod common;
 
 use common::*;
-use injector_host::engine::{Engine, EngineConfig};
-use injector_host::metadata::PolicyMetadata;
-use injector_host::rollout::{
+use injector_host::linkerd::rollout::{
     Outcome, Rng, RolloutOptions, Workload, classify, pod_create_request, run_rollout,
 };
+use injector_host::protocol::metadata::PolicyMetadata;
+use injector_host::runtime::engine::{Engine, EngineConfig};
 use serde_json::json;
 
 #[test]

@@ -5,11 +5,11 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::context::ClusterState;
-use injector_host::fault::FaultPlan;
-use injector_host::lookup::{ClusterLookup, LookupSource, Lookups};
-use injector_host::rollout::{RolloutOptions, Workload, run_rollout};
+use injector_host::hostcalls::cluster::ClusterState;
+use injector_host::hostcalls::fault::FaultPlan;
+use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use injector_host::linkerd::rollout::{RolloutOptions, Workload, run_rollout};
+use injector_host::runtime::callback::{HostContext, LogSink};
 use serde_json::json;
 
 fn rollout_host() -> Arc<HostContext> {

@@ -10,20 +10,20 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::annotate::AnnotateError;
-use crate::artifacthub::ArtifactHubError;
-use crate::callback::{HostContext, LogSink};
-use crate::capabilities::{CapabilityError, HostCapabilities};
-use crate::context::{ClusterState, ContextError};
-use crate::engine::{Engine, EngineConfig, EngineError, Policy};
-use crate::fault::{FaultParseError, FaultPlan, FaultRule};
-use crate::inject::{InjectError, InjectOptions, Injector};
-use crate::lookup::{ClusterLookup, LookupSource, Lookups};
-use crate::metadata::{ContextAwareResource, MetadataError, PolicyMetadata};
+use crate::commands::annotate::AnnotateError;
+use crate::commands::artifacthub::ArtifactHubError;
+use crate::hostcalls::capabilities::{CapabilityError, HostCapabilities};
+use crate::hostcalls::cluster::{ClusterState, ClusterStateError};
+use crate::hostcalls::fault::{FaultParseError, FaultPlan, FaultRule};
+use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use crate::hostcalls::replay::{ReplayError, ReplaySession};
+use crate::linkerd::inject::{InjectError, InjectOptions, Injector};
+use crate::linkerd::rollout::{RolloutError, RolloutOptions, Workload, run_rollout};
+use crate::protocol::metadata::{ContextAwareResource, MetadataError, PolicyMetadata};
+use crate::protocol::request::{AdmissionRequest, PolicySettings, RequestError};
 use crate::registry::{ModuleRef, RegistryError, Sources};
-use crate::replay::{ReplayError, ReplaySession};
-use crate::request::{AdmissionRequest, RequestError, Settings};
-use crate::rollout::{RolloutError, RolloutOptions, Workload, run_rollout};
+use crate::runtime::callback::{HostContext, LogSink};
+use crate::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
 
 #[derive(Debug, Error)]
 pub enum CliError {
@@ -37,7 +37,7 @@ pub enum CliError {
     ParseSettings {
         path: String,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     #[error("Cannot parse settings JSON: {0}")]
     ParseSettingsJson(#[source] serde_json::Error),
@@ -60,7 +60,7 @@ pub enum CliError {
     #[error(transparent)]
     Metadata(#[from] MetadataError),
     #[error(transparent)]
-    Context(#[from] ContextError),
+    Context(#[from] ClusterStateError),
     #[error(transparent)]
     Replay(#[from] ReplayError),
     #[error(transparent)]
@@ -256,7 +256,7 @@ pub struct ArtifacthubArgs {
     pub created_at: Option<String>,
 }
 
-/// Settings, metadata and lookup options shared by both commands.
+/// PolicySettings, metadata and lookup options shared by both commands.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
     /// YAML or JSON file with the policy settings
@@ -357,11 +357,14 @@ pub struct RolloutArgs {
     pub module: PathBuf,
 }
 
-fn read_settings(common: &CommonArgs) -> Result<Settings, CliError> {
+fn read_settings(common: &CommonArgs) -> Result<PolicySettings, CliError> {
     settings_from(common.settings_path.as_deref(), common.settings_json.as_deref())
 }
 
-fn settings_from(settings_path: Option<&Path>, settings_json: Option<&str>) -> Result<Settings, CliError> {
+fn settings_from(
+    settings_path: Option<&Path>,
+    settings_json: Option<&str>,
+) -> Result<PolicySettings, CliError> {
     if let Some(path) = settings_path {
         let p = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| CliError::OpenSettings {
@@ -369,13 +372,13 @@ fn settings_from(settings_path: Option<&Path>, settings_json: Option<&str>) -> R
             source,
         })?;
         let value: Value =
-            serde_yaml::from_str(&text).map_err(|source| CliError::ParseSettings { path: p, source })?;
-        Ok(Settings::from_value(&value)?)
+            serde_yaml_ng::from_str(&text).map_err(|source| CliError::ParseSettings { path: p, source })?;
+        Ok(PolicySettings::from_value(&value)?)
     } else if let Some(json) = settings_json {
         let value: Value = serde_json::from_str(json).map_err(CliError::ParseSettingsJson)?;
-        Ok(Settings::from_value(&value)?)
+        Ok(PolicySettings::from_value(&value)?)
     } else {
-        Ok(Settings::default())
+        Ok(PolicySettings::default())
     }
 }
 
@@ -542,7 +545,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
 
 /// Writes the recorded exchanges as a kwctl replay session.
 fn write_session(path: &Path, host: &HostContext) -> Result<(), CliError> {
-    let text = crate::replay::ReplaySession::to_yaml(&host.lookups().recorded())
+    let text = crate::hostcalls::replay::ReplaySession::to_yaml(&host.lookups().recorded())
         .map_err(|e| CliError::Output(e.to_string()))?;
     std::fs::write(path, text).map_err(|source| CliError::File {
         what: "cannot write the session file",
@@ -580,7 +583,7 @@ pub fn pull(args: &PullArgs) -> Result<String, CliError> {
 }
 
 /// `injector-host rollout`: the report text (or JSON) and the report itself.
-fn rollout_report(args: &RolloutArgs) -> Result<(String, crate::rollout::RolloutReport), CliError> {
+fn rollout_report(args: &RolloutArgs) -> Result<(String, crate::linkerd::rollout::RolloutReport), CliError> {
     let settings = read_settings(&args.common)?;
     let faults = fault_plan(&args.common)?;
     let default_deadline = (!args.disable_timeout_protection).then_some(Duration::from_secs(2));
@@ -598,7 +601,7 @@ fn rollout_report(args: &RolloutArgs) -> Result<(String, crate::rollout::Rollout
     let allow_list = md.map(|m| m.context_aware_resources).unwrap_or_default();
     // a Linkerd control plane unless the context file brings its own objects of the same names
     let mut state = ClusterState::new();
-    for object in crate::rollout::default_control_plane() {
+    for object in crate::linkerd::rollout::default_control_plane() {
         state.insert(object).map_err(|message| {
             CliError::Rollout(RolloutError::ClusterState {
                 what: "the control plane".into(),
@@ -607,7 +610,7 @@ fn rollout_report(args: &RolloutArgs) -> Result<(String, crate::rollout::Rollout
         })?;
     }
     if let Some(path) = &args.context {
-        let text = std::fs::read_to_string(path).map_err(|source| ContextError::Read {
+        let text = std::fs::read_to_string(path).map_err(|source| ClusterStateError::Read {
             path: path.clone(),
             source,
         })?;
@@ -648,7 +651,7 @@ pub fn inject(args: &InjectArgs) -> Result<String, CliError> {
         args.settings_path.as_deref(),
         args.settings_json.as_deref(),
     )?)?;
-    let inputs = crate::inject::read_inputs(&args.inputs)?;
+    let inputs = crate::linkerd::inject::read_inputs(&args.inputs)?;
     let engine = Engine::new(EngineConfig::without_deadline())?;
     let policy = engine.load_policy_file(&args.module)?;
     let md = match &args.metadata_path {
@@ -689,9 +692,9 @@ pub fn inject(args: &InjectArgs) -> Result<String, CliError> {
     Ok(output.yaml)
 }
 
-/// Settings given as a whole Kubewarden policy manifest (`ClusterAdmissionPolicy` /
+/// The settings given as a whole Kubewarden policy manifest (`ClusterAdmissionPolicy` /
 /// `AdmissionPolicy`) are its `spec.settings`, so `inject` can use the deployed policy's file.
-fn policy_settings(settings: Settings) -> Result<Settings, CliError> {
+fn policy_settings(settings: PolicySettings) -> Result<PolicySettings, CliError> {
     let map = &settings.0;
     let is_policy = map.get("apiVersion").and_then(Value::as_str) == Some("policies.kubewarden.io/v1")
         && matches!(
@@ -706,7 +709,7 @@ fn policy_settings(settings: Settings) -> Result<Settings, CliError> {
         .and_then(|s| s.get("settings"))
         .cloned()
         .unwrap_or(Value::Null);
-    Ok(Settings::from_value(&inner)?)
+    Ok(PolicySettings::from_value(&inner)?)
 }
 
 /// `injector-host annotate`: writes the annotated module, prints warnings on stderr.
@@ -725,7 +728,7 @@ pub fn annotate(args: &AnnotateArgs) -> Result<String, CliError> {
         Some(p) => Some(String::from_utf8_lossy(&read("Error reading usage file", p)?).into_owned()),
         None => None,
     };
-    let annotated = crate::annotate::annotate(&module, &metadata, usage.as_deref())?;
+    let annotated = crate::commands::annotate::annotate(&module, &metadata, usage.as_deref())?;
     for w in &annotated.warnings {
         eprintln!("WARN {w}");
     }
@@ -773,7 +776,7 @@ fn rollout_command(args: &RolloutArgs) -> Result<Output, CliError> {
 /// `injector-host scaffold artifacthub`: writes the file (`-o`) or prints it itself, as kwctl's
 /// `println!` does (the text ends with a newline, so stdout ends with an empty line).
 fn scaffold_artifacthub(args: &ArtifacthubArgs) -> Result<String, CliError> {
-    let text = crate::artifacthub::scaffold(
+    let text = crate::commands::artifacthub::scaffold(
         args.metadata_path.as_deref(),
         args.questions_path.as_deref(),
         args.created_at.as_deref(),

@@ -29,13 +29,15 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::callback::{HostContext, LogSink};
-use crate::context::ClusterState;
-use crate::engine::{EngineError, Policy};
-use crate::fault::FaultPlan;
-use crate::lookup::{ClusterLookup, LookupSource, Lookups};
-use crate::metadata::ContextAwareResource;
-use crate::request::{AdmissionRequest, GroupVersionKind, GroupVersionResource, Settings, UserInfo};
+use crate::hostcalls::cluster::ClusterState;
+use crate::hostcalls::fault::FaultPlan;
+use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use crate::protocol::metadata::ContextAwareResource;
+use crate::protocol::request::{
+    AdmissionRequest, GroupVersionKind, GroupVersionResource, PolicySettings, UserInfo,
+};
+use crate::runtime::callback::{HostContext, LogSink};
+use crate::runtime::engine::{EngineError, Policy};
 
 /// The annotation Linkerd's decision table reads.
 pub const INJECT_ANNOTATION: &str = "linkerd.io/inject";
@@ -385,7 +387,7 @@ fn split_yaml(input: &Input) -> Result<Vec<Piece>, Vec<String>> {
 /// whose own `line N` mentions are still relative to the chunk.
 fn parse_yaml_chunk(chunk: &str) -> Result<Vec<Value>, (usize, usize, String)> {
     let mut values = Vec::new();
-    for de in serde_yaml::Deserializer::from_str(chunk) {
+    for de in serde_yaml_ng::Deserializer::from_str(chunk) {
         match Value::deserialize(de) {
             Ok(Value::Null) => {}
             Ok(v) => values.push(v),
@@ -600,7 +602,7 @@ struct TrustPolicy {
 }
 
 /// The ConfigMap (namespace, name) the module will read the trust anchors from, if any.
-fn trust_config_map(settings: &Settings) -> Result<Option<(String, String)>, InjectError> {
+fn trust_config_map(settings: &PolicySettings) -> Result<Option<(String, String)>, InjectError> {
     let s: TrustSettings = serde_json::from_value(Value::Object(settings.0.clone())).unwrap_or_default();
     let policy = s.policy.unwrap_or_default();
     if policy.mode.as_deref() == Some("verify") {
@@ -627,7 +629,7 @@ fn trust_config_map(settings: &Settings) -> Result<Option<(String, String)>, Inj
 /// Runs manual injection over parsed inputs with one policy and its settings.
 pub struct Injector<'p> {
     policy: &'p Policy,
-    settings: Settings,
+    settings: PolicySettings,
     options: InjectOptions,
     context: ClusterState,
     allow_list: Option<BTreeSet<ContextAwareResource>>,
@@ -638,7 +640,7 @@ impl<'p> Injector<'p> {
     /// `contextAwareResources` granted (`None`: every kind of the final cluster state).
     pub fn new(
         policy: &'p Policy,
-        settings: Settings,
+        settings: PolicySettings,
         options: InjectOptions,
         context: ClusterState,
         allow_list: Option<BTreeSet<ContextAwareResource>>,
@@ -983,7 +985,8 @@ fn leading_comments(text: &str) -> String {
 }
 
 fn to_yaml(value: &Value) -> Result<String, InjectError> {
-    serde_yaml::to_string(value).map_err(|e| InjectError::Rejected(vec![format!("cannot write YAML: {e}")]))
+    serde_yaml_ng::to_string(value)
+        .map_err(|e| InjectError::Rejected(vec![format!("cannot write YAML: {e}")]))
 }
 
 #[cfg(test)]
@@ -1090,7 +1093,7 @@ mod tests {
 
     #[test]
     fn trust_sources() {
-        let s = |v: Value| Settings::from_value(&v).unwrap();
+        let s = |v: Value| PolicySettings::from_value(&v).unwrap();
         assert_eq!(
             trust_config_map(&s(json!({"identityTrustAnchorsPEM": "x"}))).unwrap(),
             None

@@ -16,11 +16,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::callback::HostContext;
-use crate::engine::{EngineError, Policy};
-use crate::lookup::LookupStats;
-use crate::request::{AdmissionRequest, Settings};
-use crate::response::{AdmissionResponse, DEADLINE_MESSAGE};
+use crate::hostcalls::lookup::LookupStats;
+use crate::protocol::request::{AdmissionRequest, PolicySettings};
+use crate::protocol::response::{AdmissionResponse, DEADLINE_MESSAGE};
+use crate::runtime::callback::HostContext;
+use crate::runtime::engine::{EngineError, Policy};
 
 /// Kubernetes' alphabet for generated names and hashes (`k8s.io/apimachinery/pkg/util/rand`).
 pub const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -39,7 +39,7 @@ pub enum RolloutError {
     ParseManifest {
         path: String,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     #[error("manifest {0} has no apps/v1 Deployment")]
     NoDeployment(String),
@@ -184,7 +184,7 @@ impl Workload {
             source,
         })?;
         let mut docs = Vec::new();
-        for de in serde_yaml::Deserializer::from_str(&text) {
+        for de in serde_yaml_ng::Deserializer::from_str(&text) {
             let doc = Value::deserialize(de).map_err(|source| RolloutError::ParseManifest {
                 path: p.clone(),
                 source,
@@ -250,7 +250,7 @@ impl Workload {
 pub struct RolloutOptions {
     pub replicas: usize,
     pub workers: usize,
-    pub settings: Settings,
+    pub settings: PolicySettings,
     /// The API server's webhook timeout (10 s by default).
     pub webhook_timeout: Duration,
     /// The engine's policy deadline, for the report.
@@ -265,7 +265,7 @@ impl Default for RolloutOptions {
         Self {
             replicas: 1000,
             workers: 4,
-            settings: Settings::default(),
+            settings: PolicySettings::default(),
             webhook_timeout: Duration::from_secs(10),
             policy_deadline: Some(Duration::from_secs(2)),
             seed: 3358,

@@ -20,7 +20,7 @@ pub enum RequestError {
     /// The request does not have the AdmissionRequest shape.
     #[error("cannot build AdmissionRequest object from given input: {0}")]
     Shape(#[source] serde_json::Error),
-    /// Settings must be an object or null.
+    /// The settings must be an object or null.
     #[error("Invalid settings in CRD, not an object")]
     SettingsNotAnObject,
 }
@@ -103,9 +103,9 @@ impl AdmissionRequest {
 /// Policy settings: a JSON object; `null` means `{}` (policy-evaluator's `PolicySettings`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(transparent)]
-pub struct Settings(pub Map<String, Value>);
+pub struct PolicySettings(pub Map<String, Value>);
 
-impl Settings {
+impl PolicySettings {
     pub fn from_value(value: &Value) -> Result<Self, RequestError> {
         match value {
             Value::Null => Ok(Self::default()),
@@ -115,7 +115,7 @@ impl Settings {
     }
 }
 
-impl TryFrom<Value> for Settings {
+impl TryFrom<Value> for PolicySettings {
     type Error = RequestError;
     fn try_from(value: Value) -> Result<Self, Self::Error> {
         Self::from_value(&value)
@@ -173,7 +173,10 @@ mod tests {
                 .starts_with("cannot build AdmissionRequest object from given input: missing field `uid`"),
             "{err}"
         );
-        assert!(Settings::from_value(&json!(3)).is_err());
-        assert_eq!(Settings::from_value(&Value::Null).unwrap(), Settings::default());
+        assert!(PolicySettings::from_value(&json!(3)).is_err());
+        assert_eq!(
+            PolicySettings::from_value(&Value::Null).unwrap(),
+            PolicySettings::default()
+        );
     }
 }
