@@ -1,7 +1,10 @@
 //! The answers to the `kubewarden/kubernetes/*` host calls: their payloads, the sources they come
 //! from (a cluster state behind policy-server's cache, with faults, or a kwctl replay session),
-//! field masks, selectors and the host-capability allow-list. Module order is dependency order:
-//! each file uses only those above it.
+//! field masks, selectors and the host-capability allow-list.
+//!
+//! Dependencies run one way: `lookup` (the front the dispatcher calls) uses `cluster`, `cache`,
+//! `fault`, `field_mask` and `replay`; `replay` and `lookup` share `payload`; `cluster` uses
+//! `selector`. Nothing here uses `runtime`, `commands` or `linkerd`.
 
 pub mod cache;
 pub mod capabilities;
