@@ -245,7 +245,7 @@ fn emitted_audit_annotations() -> Vec<BTreeMap<String, String>> {
     let mutate = json!({});
     let verify = json!({"policy": {"mode": "verify"}});
 
-    let unmeshed = pod_create_request(&rs, &mut Rng::new(7));
+    let unmeshed = pod_create_request(&rs, &mut Rng::new(7)).expect("a pod of the ReplicaSet");
     let mut plain = unmeshed.clone();
     plain.namespace = Some("plain".into());
     plain.object.as_mut().unwrap()["metadata"]["namespace"] = json!("plain");

@@ -13,19 +13,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use thiserror::Error;
 
+pub use super::controllers::{
+    Rng, SAFE_ALPHABET, ShapeError, fnv32a, pod_create_request, pod_template_hash, replica_set_for, safe_encode,
+};
+use super::answer::{self, Injection};
 use crate::hostcalls::lookup::LookupStats;
 use crate::protocol::request::{AdmissionRequest, PolicySettings};
 use crate::protocol::response::{AdmissionResponse, DEADLINE_MESSAGE};
 use crate::runtime::callback::HostContext;
 use crate::runtime::engine::{EngineError, Policy};
-
-/// Kubernetes' alphabet for generated names and hashes (`k8s.io/apimachinery/pkg/util/rand`).
-pub const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-/// Name of the proxy container the injector adds.
-pub const PROXY_CONTAINER: &str = "linkerd-proxy";
 
 #[derive(Debug, Error)]
 pub enum RolloutError {
@@ -43,8 +42,8 @@ pub enum RolloutError {
     },
     #[error("manifest {0} has no apps/v1 Deployment")]
     NoDeployment(String),
-    #[error("the Deployment has no {0}")]
-    DeploymentShape(&'static str),
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
     #[error("cannot add {what} to the cluster state: {message}")]
     ClusterState { what: String, message: String },
     #[error("cannot instantiate the policy to validate its settings: {0}")]
@@ -53,76 +52,6 @@ pub enum RolloutError {
     InvalidSettings(String),
     #[error("replicas must be at least 1 and workers at least 1")]
     Counts,
-}
-
-/// A small deterministic PRNG (xorshift64*), so a seed reproduces a rollout.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// `utilrand.String(n)`: n characters of the safe alphabet.
-    pub fn safe_string(&mut self, n: usize) -> String {
-        (0..n)
-            .map(|_| SAFE_ALPHABET[(self.next_u64() % SAFE_ALPHABET.len() as u64) as usize] as char)
-            .collect()
-    }
-
-    pub fn uuid(&mut self) -> String {
-        let (a, b) = (self.next_u64(), self.next_u64());
-        format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0xfff,
-            0x8000 | (b >> 48) & 0x3fff,
-            b & 0xffff_ffff_ffff
-        )
-    }
-}
-
-/// FNV-1a, 32 bits.
-pub fn fnv32a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5u32, |h, b| {
-        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
-    })
-}
-
-/// Kubernetes' `rand.SafeEncodeString`: each character mapped into the safe alphabet.
-pub fn safe_encode(s: &str) -> String {
-    s.chars()
-        .map(|c| SAFE_ALPHABET[(c as usize) % SAFE_ALPHABET.len()] as char)
-        .collect()
-}
-
-fn canonical(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let sorted: BTreeMap<&String, Value> = map.iter().map(|(k, v)| (k, canonical(v))).collect();
-            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
-}
-
-/// The pod-template-hash: FNV-32a of the template (canonical JSON; Kubernetes hashes a
-/// spew dump of the Go struct, so values differ from a real cluster), decimal, safe-encoded.
-pub fn pod_template_hash(template: &Value) -> String {
-    let bytes = serde_json::to_vec(&canonical(template)).unwrap_or_default();
-    safe_encode(&fnv32a(&bytes).to_string())
 }
 
 /// A dummy trust bundle for the default control plane (not a real certificate).
@@ -365,260 +294,99 @@ pub struct RolloutReport {
     pub failure_samples: BTreeMap<String, usize>,
 }
 
-/// The ReplicaSet the Deployment controller creates, and its pod-template-hash.
-pub fn replica_set_for(deployment: &Value, rs_uid: &str) -> Result<(Value, String), RolloutError> {
-    let template = deployment
-        .pointer("/spec/template")
-        .ok_or(RolloutError::DeploymentShape("spec.template"))?;
-    let hash = pod_template_hash(template);
-    let name = deployment
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .ok_or(RolloutError::DeploymentShape("metadata.name"))?;
-    let namespace = deployment
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("default");
-    let deploy_uid = deployment
-        .pointer("/metadata/uid")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let replicas = deployment.pointer("/spec/replicas").cloned().unwrap_or(json!(1));
-    let mut template = template.clone();
-    let labels = template
-        .pointer_mut("/metadata")
-        .and_then(Value::as_object_mut)
-        .map(|m| m.entry("labels").or_insert_with(|| json!({})))
-        .and_then(Value::as_object_mut)
-        .ok_or(RolloutError::DeploymentShape("spec.template.metadata"))?;
-    labels.insert("pod-template-hash".into(), Value::String(hash.clone()));
-    let labels = Value::Object(labels.clone());
-    let mut selector = deployment
-        .pointer("/spec/selector")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    if let Some(sel) = selector.as_object_mut() {
-        let ml = sel.entry("matchLabels").or_insert_with(|| json!({}));
-        if let Some(ml) = ml.as_object_mut() {
-            ml.insert("pod-template-hash".into(), Value::String(hash.clone()));
-        }
-    }
-    let rs = json!({
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {
-            "name": format!("{name}-{hash}"),
-            "namespace": namespace,
-            "uid": rs_uid,
-            "labels": labels,
-            "annotations": {
-                "deployment.kubernetes.io/desired-replicas": replicas.to_string(),
-                "deployment.kubernetes.io/max-replicas": replicas.to_string(),
-                "deployment.kubernetes.io/revision": "1"
-            },
-            "ownerReferences": [{
-                "apiVersion": "apps/v1", "kind": "Deployment", "name": name, "uid": deploy_uid,
-                "controller": true, "blockOwnerDeletion": true
-            }]
-        },
-        "spec": {"replicas": replicas, "selector": selector, "template": template}
-    });
-    Ok((rs, hash))
-}
-
-fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
-    map.entry(key.to_owned()).or_insert(value);
-}
-
-/// The pod CREATE AdmissionRequest the ReplicaSet controller causes.
-pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> AdmissionRequest {
-    let rs_name = rs
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("rs");
-    let namespace = rs
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("default")
-        .to_owned();
-    let rs_uid = rs.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
-    let template = rs.pointer("/spec/template").cloned().unwrap_or_else(|| json!({}));
-    let mut metadata = Map::new();
-    metadata.insert("generateName".into(), json!(format!("{rs_name}-")));
-    metadata.insert("namespace".into(), json!(namespace));
-    metadata.insert("creationTimestamp".into(), Value::Null);
-    if let Some(labels) = template.pointer("/metadata/labels") {
-        metadata.insert("labels".into(), labels.clone());
-    }
-    if let Some(annotations) = template.pointer("/metadata/annotations") {
-        metadata.insert("annotations".into(), annotations.clone());
-    }
-    metadata.insert(
-        "ownerReferences".into(),
-        json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name, "uid": rs_uid, "controller": true, "blockOwnerDeletion": true}]),
-    );
-
-    let mut spec = template
-        .get("spec")
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
-    // API server defaulting
-    set_default(&mut spec, "restartPolicy", json!("Always"));
-    set_default(&mut spec, "terminationGracePeriodSeconds", json!(30));
-    set_default(&mut spec, "dnsPolicy", json!("ClusterFirst"));
-    set_default(&mut spec, "securityContext", json!({}));
-    set_default(&mut spec, "schedulerName", json!("default-scheduler"));
-    set_default(&mut spec, "enableServiceLinks", json!(true));
-    set_default(&mut spec, "preemptionPolicy", json!("PreemptLowerPriority"));
-    set_default(&mut spec, "priority", json!(0));
-    // ServiceAccount admission plugin
-    let sa = spec
-        .get("serviceAccountName")
-        .and_then(Value::as_str)
-        .unwrap_or("default")
-        .to_owned();
-    spec.insert("serviceAccountName".into(), json!(sa));
-    spec.insert("serviceAccount".into(), json!(sa));
-    let automount = spec
-        .get("automountServiceAccountToken")
-        .and_then(Value::as_bool)
-        .unwrap_or(true);
-    let volume_name = format!("kube-api-access-{}", rng.safe_string(5));
-    let mount = json!({"name": volume_name, "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"});
-    for key in ["initContainers", "containers"] {
-        if let Some(containers) = spec.get_mut(key).and_then(Value::as_array_mut) {
-            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
-                let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-                let tag_latest =
-                    image.ends_with(":latest") || !image.rsplit('/').next().unwrap_or("").contains(':');
-                set_default(
-                    c,
-                    "imagePullPolicy",
-                    json!(if tag_latest { "Always" } else { "IfNotPresent" }),
-                );
-                set_default(c, "resources", json!({}));
-                set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
-                set_default(c, "terminationMessagePolicy", json!("File"));
-                if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
-                    for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-                        set_default(p, "protocol", json!("TCP"));
-                    }
-                }
-                if automount {
-                    let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
-                    if let Some(m) = mounts.as_array_mut() {
-                        m.push(mount.clone());
-                    }
-                }
-            }
-        }
-    }
-    if automount {
-        let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
-        if let Some(v) = volumes.as_array_mut() {
-            v.push(json!({
-                "name": volume_name,
-                "projected": {
-                    "defaultMode": 420,
-                    "sources": [
-                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                        {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                        {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}
-                    ]
-                }
-            }));
-        }
-    }
-    // DefaultTolerationSeconds admission plugin
-    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
-    if let Some(t) = tolerations.as_array_mut() {
-        for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
-            t.push(
-                json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}),
-            );
-        }
-    }
-
-    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": {}});
-    let gvk = json!({"group": "", "version": "v1", "kind": "Pod"});
-    let gvr = json!({"group": "", "version": "v1", "resource": "pods"});
-    let request = json!({
-        "uid": rng.uuid(),
-        "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
-        "namespace": namespace,
-        "operation": "CREATE",
-        "userInfo": {
-            "username": "system:serviceaccount:kube-system:replicaset-controller",
-            "uid": rng.uuid(),
-            "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]
-        },
-        "object": pod,
-        "dryRun": false,
-        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
-    });
-    // the shape above always matches AdmissionRequest
-    serde_json::from_value(request).unwrap_or_else(|_| unreachable_request())
-}
-
-fn unreachable_request() -> AdmissionRequest {
-    AdmissionRequest {
-        uid: String::new(),
-        kind: Default::default(),
-        resource: Default::default(),
-        sub_resource: None,
-        request_kind: None,
-        request_resource: None,
-        request_sub_resource: None,
-        name: None,
-        namespace: None,
-        operation: "CREATE".into(),
-        user_info: Default::default(),
-        object: None,
-        old_object: None,
-        dry_run: None,
-        options: None,
-    }
-}
-
-/// What one admission came to.
+/// What one pod admission of the rollout came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum PodAdmission {
+    /// Allowed, and the module says it injected the proxy.
     Injected,
+    /// Allowed without a proxy (skipped, or not considered).
     Skipped,
     Rejected(String),
+    /// The engine failed, or the module's patch does not apply to the pod.
     Error(String),
 }
 
-fn has_proxy(pod: &Value) -> bool {
-    ["/spec/containers", "/spec/initContainers"].iter().any(|p| {
-        pod.pointer(p).and_then(Value::as_array).is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c.get("name").and_then(Value::as_str) == Some(PROXY_CONTAINER))
-        })
-    })
+/// Classifies a response to a pod CREATE by the module's own answer ([`Injection`]); its patch
+/// must apply to the pod.
+pub fn classify(pod: &Value, response: &AdmissionResponse) -> PodAdmission {
+    if !response.allowed {
+        return PodAdmission::Rejected(response.message().to_owned());
+    }
+    if let Err(e) = answer::mutated(pod, response) {
+        return PodAdmission::Error(e.to_string());
+    }
+    match Injection::of(response) {
+        Injection::Injected => PodAdmission::Injected,
+        Injection::Skipped(_) | Injection::NotConsidered => PodAdmission::Skipped,
+    }
 }
 
-/// Classifies a response to a pod CREATE: injected if applying its patch adds a `linkerd-proxy`
-/// container (or native-sidecar init container).
-pub fn classify(pod: &Value, response: &AdmissionResponse) -> Outcome {
-    if !response.allowed {
-        return Outcome::Rejected(response.message().to_owned());
+/// The counts of a rollout, shared by the workers.
+#[derive(Debug, Default)]
+struct Tally {
+    injected: AtomicUsize,
+    skipped: AtomicUsize,
+    rejected: AtomicUsize,
+    errors: AtomicUsize,
+    deadline_exceeded: AtomicUsize,
+    /// Admissions finished, of any kind.
+    done: AtomicUsize,
+    /// Rejection and error messages (the first ten distinct ones), with counts.
+    samples: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Tally {
+    fn count(&self, outcome: &PodAdmission) {
+        let counter = match outcome {
+            PodAdmission::Injected => &self.injected,
+            PodAdmission::Skipped => &self.skipped,
+            PodAdmission::Rejected(m) => {
+                self.sample(format!("rejected: {m}"));
+                &self.rejected
+            }
+            PodAdmission::Error(m) => {
+                self.sample(format!("error: {m}"));
+                &self.errors
+            }
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.done.fetch_add(1, Ordering::Relaxed);
     }
-    let patch = match response.decoded_patch() {
-        Ok(None) => return Outcome::Skipped,
-        Ok(Some(p)) => p,
-        Err(e) => return Outcome::Error(e.to_string()),
-    };
-    let mut patched = pod.clone();
-    if let Err(e) = json_patch::patch(&mut patched, &patch) {
-        return Outcome::Error(format!("the patch does not apply to the pod: {e}"));
+
+    fn sample(&self, label: String) {
+        let mut s = self.samples.lock().unwrap_or_else(PoisonError::into_inner);
+        if s.len() < 10 || s.contains_key(&label) {
+            *s.entry(label).or_default() += 1;
+        }
     }
-    if has_proxy(&patched) && !has_proxy(pod) {
-        Outcome::Injected
-    } else {
-        Outcome::Skipped
+
+    fn get(counter: &AtomicUsize) -> usize {
+        counter.load(Ordering::Relaxed)
     }
+
+    fn draw_progress(&self, total: usize) {
+        let n = Self::get(&self.done);
+        let width = 30;
+        let filled = (n * width).checked_div(total).unwrap_or(0);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r[{}{}] {n}/{total}  injected {}  skipped {}  rejected {}  errors {}",
+            "#".repeat(filled),
+            "-".repeat(width - filled),
+            Self::get(&self.injected),
+            Self::get(&self.skipped),
+            Self::get(&self.rejected),
+            Self::get(&self.errors),
+        );
+        let _ = err.flush();
+    }
+}
+
+/// The objects the rollout adds to the cluster state, and the ReplicaSet's pod-template-hash.
+struct Objects {
+    replica_set: Value,
+    hash: String,
 }
 
 /// Runs the rollout. The host context must serve lookups from a cluster state: the Namespace,
@@ -633,26 +401,44 @@ pub fn run_rollout(
         return Err(RolloutError::Counts);
     }
     let mut rng = Rng::new(opts.seed);
+    let objects = add_objects(host, workload, opts.replicas, &mut rng)?;
+    validate_settings(policy, host, &opts.settings)?;
+    let requests = (0..opts.replicas)
+        .map(|_| pod_create_request(&objects.replica_set, &mut rng))
+        .collect::<Result<Vec<_>, _>>()?;
+    let tally = Tally::default();
+    let started = Instant::now();
+    let latencies = admit_all(policy, host, &requests, opts, &tally);
+    Ok(report(workload, opts, objects, host, tally, &latencies, started.elapsed()))
+}
+
+/// Adds the Namespace, the Deployment (with a uid and the replica count), its ReplicaSet and the
+/// manifest's other objects to the cluster state.
+fn add_objects(
+    host: &HostContext,
+    workload: &Workload,
+    replicas: usize,
+    rng: &mut Rng,
+) -> Result<Objects, RolloutError> {
     let mut deployment = workload.deployment.clone();
     if let Some(meta) = deployment.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.entry("uid").or_insert_with(|| json!(rng.uuid()));
     }
     if let Some(spec) = deployment.get_mut("spec").and_then(Value::as_object_mut) {
-        spec.insert("replicas".into(), json!(opts.replicas));
+        spec.insert("replicas".into(), json!(replicas));
     }
-    let (rs, hash) = replica_set_for(&deployment, &rng.uuid())?;
+    let (replica_set, hash) = replica_set_for(&deployment, &rng.uuid())?;
     let mut namespace = workload.namespace.clone();
     if let Some(meta) = namespace.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.entry("uid").or_insert_with(|| json!(rng.uuid()));
     }
-    for (what, obj) in [
+    let ours = [
         ("the Namespace", &namespace),
         ("the Deployment", &deployment),
-        ("the ReplicaSet", &rs),
-    ]
-    .into_iter()
-    .chain(workload.others.iter().map(|o| ("an object of the manifest", o)))
-    {
+        ("the ReplicaSet", &replica_set),
+    ];
+    let others = workload.others.iter().map(|o| ("an object of the manifest", o));
+    for (what, obj) in ours.into_iter().chain(others) {
         host.lookups()
             .insert_object(obj.clone())
             .map_err(|message| RolloutError::ClusterState {
@@ -660,91 +446,51 @@ pub fn run_rollout(
                 message,
             })?;
     }
+    Ok(Objects { replica_set, hash })
+}
 
-    // policy-server validates settings once, when it loads the policy
+/// Validates the settings once, as policy-server does when it loads the policy.
+fn validate_settings(
+    policy: &Policy,
+    host: &Arc<HostContext>,
+    settings: &PolicySettings,
+) -> Result<(), RolloutError> {
     let mut instance = policy.instantiate(host).map_err(RolloutError::Instantiate)?;
-    let validation = instance.validate_settings(&opts.settings);
-    if !validation.valid {
-        return Err(RolloutError::InvalidSettings(
-            validation.message.unwrap_or_default(),
-        ));
+    let validation = instance.validate_settings(settings);
+    match validation.valid {
+        true => Ok(()),
+        false => Err(RolloutError::InvalidSettings(validation.message.unwrap_or_default())),
     }
-    drop(instance);
+}
 
-    let requests: Vec<AdmissionRequest> = (0..opts.replicas)
-        .map(|_| pod_create_request(&rs, &mut rng))
-        .collect();
+/// Sends every request through the policy on the workers (and draws progress); returns each
+/// admission's latency.
+fn admit_all(
+    policy: &Policy,
+    host: &Arc<HostContext>,
+    requests: &[AdmissionRequest],
+    opts: &RolloutOptions,
+    tally: &Tally,
+) -> Vec<Duration> {
     let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let counts = [
-        AtomicUsize::new(0),
-        AtomicUsize::new(0),
-        AtomicUsize::new(0),
-        AtomicUsize::new(0),
-    ];
-    let samples: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
-    let latencies: Mutex<Vec<Duration>> = Mutex::new(Vec::with_capacity(opts.replicas));
-    let deadline_hits = AtomicUsize::new(0);
     let finished = AtomicBool::new(false);
-    let draw = opts.progress && std::io::stderr().is_terminal();
-    let started = Instant::now();
-
+    let latencies = Mutex::new(Vec::with_capacity(requests.len()));
     std::thread::scope(|scope| {
-        if draw {
+        if opts.progress && std::io::stderr().is_terminal() {
             scope.spawn(|| {
                 while !finished.load(Ordering::Relaxed) {
-                    draw_progress(&done, &counts, opts.replicas);
+                    tally.draw_progress(requests.len());
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                draw_progress(&done, &counts, opts.replicas);
+                tally.draw_progress(requests.len());
                 eprintln!();
             });
         }
-        let workers: Vec<_> = (0..opts.workers.min(opts.replicas))
+        let workers: Vec<_> = (0..opts.workers.min(requests.len()))
             .map(|_| {
                 scope.spawn(|| {
-                    let mut local = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(request) = requests.get(i) else {
-                            break;
-                        };
-                        let t0 = Instant::now();
-                        let result = policy.evaluate(host, request, &opts.settings);
-                        local.push(t0.elapsed());
-                        let pod = request.object.clone().unwrap_or(Value::Null);
-                        let outcome = match result {
-                            Ok(resp) => {
-                                if !resp.allowed && resp.message() == DEADLINE_MESSAGE {
-                                    deadline_hits.fetch_add(1, Ordering::Relaxed);
-                                }
-                                classify(&pod, &resp)
-                            }
-                            Err(e) => Outcome::Error(e.to_string()),
-                        };
-                        let slot = match &outcome {
-                            Outcome::Injected => 0,
-                            Outcome::Skipped => 1,
-                            Outcome::Rejected(m) | Outcome::Error(m) => {
-                                let mut s = samples.lock().unwrap_or_else(PoisonError::into_inner);
-                                let label = if matches!(outcome, Outcome::Rejected(_)) {
-                                    "rejected"
-                                } else {
-                                    "error"
-                                };
-                                if s.len() < 10 || s.contains_key(&format!("{label}: {m}")) {
-                                    *s.entry(format!("{label}: {m}")).or_default() += 1;
-                                }
-                                if label == "rejected" { 2 } else { 3 }
-                            }
-                        };
-                        counts[slot].fetch_add(1, Ordering::Relaxed);
-                        done.fetch_add(1, Ordering::Relaxed);
-                    }
-                    latencies
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .extend(local);
+                    let local = work(policy, host, requests, &opts.settings, &next, tally);
+                    latencies.lock().unwrap_or_else(PoisonError::into_inner).extend(local);
                 })
             })
             .collect();
@@ -753,57 +499,76 @@ pub fn run_rollout(
         }
         finished.store(true, Ordering::Relaxed);
     });
+    latencies.into_inner().unwrap_or_else(PoisonError::into_inner)
+}
 
-    let wall = started.elapsed();
-    let latencies = latencies.into_inner().unwrap_or_else(PoisonError::into_inner);
-    let processed = latencies.len();
-    Ok(RolloutReport {
+/// One worker: takes the next request until none is left.
+fn work(
+    policy: &Policy,
+    host: &Arc<HostContext>,
+    requests: &[AdmissionRequest],
+    settings: &PolicySettings,
+    next: &AtomicUsize,
+    tally: &Tally,
+) -> Vec<Duration> {
+    let mut latencies = Vec::new();
+    while let Some(request) = requests.get(next.fetch_add(1, Ordering::Relaxed)) {
+        let t0 = Instant::now();
+        let result = policy.evaluate(host, request, settings);
+        latencies.push(t0.elapsed());
+        let pod = request.object.as_ref().unwrap_or(&Value::Null);
+        let outcome = match result {
+            Ok(resp) => {
+                if !resp.allowed && resp.message() == DEADLINE_MESSAGE {
+                    tally.deadline_exceeded.fetch_add(1, Ordering::Relaxed);
+                }
+                classify(pod, &resp)
+            }
+            Err(e) => PodAdmission::Error(e.to_string()),
+        };
+        tally.count(&outcome);
+    }
+    latencies
+}
+
+fn report(
+    workload: &Workload,
+    opts: &RolloutOptions,
+    objects: Objects,
+    host: &HostContext,
+    tally: Tally,
+    latencies: &[Duration],
+    wall: Duration,
+) -> RolloutReport {
+    RolloutReport {
         deployment: workload.name().to_owned(),
         namespace: workload.namespace_name().to_owned(),
-        replica_set: rs
+        replica_set: objects
+            .replica_set
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned(),
-        pod_template_hash: hash,
+        pod_template_hash: objects.hash,
         replicas: opts.replicas,
         workers: opts.workers,
-        injected: counts[0].load(Ordering::Relaxed),
-        skipped: counts[1].load(Ordering::Relaxed),
-        rejected: counts[2].load(Ordering::Relaxed),
-        deadline_exceeded: deadline_hits.load(Ordering::Relaxed),
-        errors: counts[3].load(Ordering::Relaxed),
+        injected: Tally::get(&tally.injected),
+        skipped: Tally::get(&tally.skipped),
+        rejected: Tally::get(&tally.rejected),
+        deadline_exceeded: Tally::get(&tally.deadline_exceeded),
+        errors: Tally::get(&tally.errors),
         lookups: host.stats(),
-        latency: LatencySummary::from_durations(&latencies),
+        latency: LatencySummary::from_durations(latencies),
         wall_time_ms: wall.as_secs_f64() * 1e3,
         throughput_per_s: if wall.is_zero() {
             0.0
         } else {
-            processed as f64 / wall.as_secs_f64()
+            latencies.len() as f64 / wall.as_secs_f64()
         },
-        webhook_timeout: LimitReport::new(opts.webhook_timeout, &latencies),
-        policy_deadline: opts.policy_deadline.map(|d| LimitReport::new(d, &latencies)),
-        failure_samples: samples.into_inner().unwrap_or_else(PoisonError::into_inner),
-    })
-}
-
-fn draw_progress(done: &AtomicUsize, counts: &[AtomicUsize; 4], total: usize) {
-    let n = done.load(Ordering::Relaxed);
-    let width = 30;
-    let filled = (n * width).checked_div(total).unwrap_or(0);
-    let c: Vec<usize> = counts.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    let mut err = std::io::stderr().lock();
-    let _ = write!(
-        err,
-        "\r[{}{}] {n}/{total}  injected {}  skipped {}  rejected {}  errors {}",
-        "#".repeat(filled),
-        "-".repeat(width - filled),
-        c[0],
-        c[1],
-        c[2],
-        c[3]
-    );
-    let _ = err.flush();
+        webhook_timeout: LimitReport::new(opts.webhook_timeout, latencies),
+        policy_deadline: opts.policy_deadline.map(|d| LimitReport::new(d, latencies)),
+        failure_samples: tally.samples.into_inner().unwrap_or_else(PoisonError::into_inner),
+    }
 }
 
 impl RolloutReport {
@@ -920,8 +685,9 @@ mod tests {
         assert_eq!(rs["metadata"]["name"], json!(format!("nginx-{hash}")));
         assert_eq!(rs["metadata"]["ownerReferences"][0]["uid"], json!("d-uid"));
         let mut rng = Rng::new(1);
-        let req = pod_create_request(&rs, &mut rng);
+        let req = pod_create_request(&rs, &mut rng).unwrap();
         let pod = req.object.clone().unwrap();
+        assert_eq!(req.namespace.as_deref(), Some("rollout"));
         assert_eq!(req.name, None);
         assert_eq!(pod["metadata"]["generateName"], json!(format!("nginx-{hash}-")));
         assert_eq!(pod["metadata"]["creationTimestamp"], Value::Null);
@@ -934,30 +700,53 @@ mod tests {
             json!(vol)
         );
         assert_eq!(pod["spec"]["serviceAccountName"], json!("default"));
-        assert!(!has_proxy(&pod));
+        assert_eq!(pod["spec"]["containers"].as_array().map(Vec::len), Some(1));
     }
 
     #[test]
-    fn classifies() {
+    fn a_replica_set_without_what_the_pod_needs_is_an_error() {
+        let mut rng = Rng::new(1);
+        let rs = json!({"metadata": {"name": "web-1", "namespace": "shop"}});
+        assert_eq!(
+            pod_create_request(&rs, &mut rng).unwrap_err(),
+            ShapeError::ReplicaSet("spec.template")
+        );
+        let rs = json!({"metadata": {"name": "web-1"}, "spec": {"template": {}}});
+        assert_eq!(
+            pod_create_request(&rs, &mut rng).unwrap_err(),
+            ShapeError::ReplicaSet("metadata.namespace")
+        );
+    }
+
+    #[test]
+    fn classifies_by_the_modules_answer() {
         let pod = json!({"spec": {"containers": [{"name": "app"}]}});
-        let with = |ops: Value| AdmissionResponse {
+        let with = |injection: &str, ops: Value| AdmissionResponse {
             allowed: true,
             patch: Some(base64::Engine::encode(
                 &base64::engine::general_purpose::STANDARD,
                 ops.to_string(),
             )),
+            audit_annotations: Some(BTreeMap::from([("injection".to_owned(), injection.to_owned())])),
             ..Default::default()
         };
-        let add =
-            with(json!([{"op": "add", "path": "/spec/containers/0", "value": {"name": "linkerd-proxy"}}]));
-        assert_eq!(classify(&pod, &add), Outcome::Injected);
-        let other = with(json!([{"op": "add", "path": "/metadata", "value": {}}]));
-        assert_eq!(classify(&pod, &other), Outcome::Skipped);
-        let bad = with(json!([{"op": "remove", "path": "/nope"}]));
-        assert!(matches!(classify(&pod, &bad), Outcome::Error(_)));
+        let add = json!([{"op": "add", "path": "/spec/containers/0", "value": {"name": "linkerd-proxy"}}]);
+        assert_eq!(classify(&pod, &with("injected", add)), PodAdmission::Injected);
+        let annotate = json!([{"op": "add", "path": "/metadata", "value": {}}]);
+        assert_eq!(
+            classify(&pod, &with("skipped: hostNetwork is enabled", annotate)),
+            PodAdmission::Skipped
+        );
+        let bad = with("injected", json!([{"op": "remove", "path": "/nope"}]));
+        assert!(matches!(classify(&pod, &bad), PodAdmission::Error(m) if m.starts_with("cannot apply")));
+        assert_eq!(
+            classify(&pod, &AdmissionResponse { allowed: true, ..Default::default() }),
+            PodAdmission::Skipped,
+            "no injection annotation: not considered"
+        );
         assert_eq!(
             classify(&pod, &AdmissionResponse::reject("u", "no", 400)),
-            Outcome::Rejected("no".into())
+            PodAdmission::Rejected("no".into())
         );
     }
 

@@ -39,6 +39,41 @@ pub struct GroupVersionResource {
     pub resource: String,
 }
 
+impl GroupVersionKind {
+    /// An object's `apiVersion` (`group/version`, or `version` for the core group) and `kind`.
+    pub fn of_object(object: &Value) -> Self {
+        let field = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
+        let (group, version) = field("apiVersion").split_once('/').unwrap_or(("", field("apiVersion")));
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: field("kind").to_owned(),
+        }
+    }
+}
+
+impl GroupVersionResource {
+    /// The resource of a kind as Kubernetes guesses it (`meta.UnsafeGuessKindToResource`): the
+    /// kind in lower case, plural (`-s`, `-es` after an `s`, `-ies` for a final `y`).
+    pub fn guessed(kind: &GroupVersionKind) -> Self {
+        let singular = kind.kind.to_ascii_lowercase();
+        let resource = if singular.ends_with("endpoints") {
+            singular
+        } else if singular.ends_with('s') {
+            format!("{singular}es")
+        } else if let Some(stem) = singular.strip_suffix('y') {
+            format!("{stem}ies")
+        } else {
+            format!("{singular}s")
+        };
+        Self {
+            group: kind.group.clone(),
+            version: kind.version.clone(),
+            resource,
+        }
+    }
+}
+
 /// `authentication/v1 UserInfo` (fields in k8s-openapi's order, `None` omitted).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct UserInfo {
@@ -84,6 +119,31 @@ pub struct AdmissionRequest {
 }
 
 impl AdmissionRequest {
+    /// The CREATE of `object` as the API server sends it: kind and resource from the object (and
+    /// repeated as the requested ones), `name` from `metadata.name` (none for a `generateName`),
+    /// `CreateOptions`, not a dry run.
+    pub fn create(uid: String, namespace: Option<String>, user_info: UserInfo, object: Value) -> Self {
+        let kind = GroupVersionKind::of_object(&object);
+        let resource = GroupVersionResource::guessed(&kind);
+        Self {
+            uid,
+            request_kind: Some(kind.clone()),
+            request_resource: Some(resource.clone()),
+            kind,
+            resource,
+            sub_resource: None,
+            request_sub_resource: None,
+            name: object.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned),
+            namespace,
+            operation: "CREATE".into(),
+            user_info,
+            object: Some(object),
+            old_object: None,
+            dry_run: Some(false),
+            options: Some(serde_json::json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
+        }
+    }
+
     /// Reads an AdmissionReview (`kind: AdmissionReview`, takes `.request`) or a bare
     /// AdmissionRequest, like `kwctl run`.
     pub fn from_document(doc: &Value) -> Result<Self, RequestError> {
@@ -134,6 +194,46 @@ mod tests {
             "operation": "CREATE", "userInfo": {"username": "me"},
             "object": {"kind": "Pod"}, "oldObject": null, "unknownField": 1
         })
+    }
+
+    #[rstest::rstest]
+    #[case::pod("v1", "Pod", "", "v1", "pods")]
+    #[case::deployment("apps/v1", "Deployment", "apps", "v1", "deployments")]
+    #[case::cronjob("batch/v1", "CronJob", "batch", "v1", "cronjobs")]
+    #[case::ingress("networking.k8s.io/v1", "Ingress", "networking.k8s.io", "v1", "ingresses")]
+    #[case::policy("networking.k8s.io/v1", "NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies")]
+    #[case::endpoints("v1", "Endpoints", "", "v1", "endpoints")]
+    fn kind_and_guessed_resource(
+        #[case] api_version: &str,
+        #[case] kind: &str,
+        #[case] group: &str,
+        #[case] version: &str,
+        #[case] resource: &str,
+    ) {
+        let gvk = GroupVersionKind::of_object(&json!({"apiVersion": api_version, "kind": kind}));
+        assert_eq!((gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()), (group, version, kind));
+        assert_eq!(GroupVersionResource::guessed(&gvk).resource, resource);
+    }
+
+    #[test]
+    fn a_create_as_the_api_server_sends_it() {
+        let user = UserInfo {
+            username: Some("me".into()),
+            ..Default::default()
+        };
+        let object = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}});
+        let r = AdmissionRequest::create("u1".into(), Some("shop".into()), user, object.clone());
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"uid": "u1",
+                "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                "resource": {"group": "apps", "version": "v1", "resource": "deployments"},
+                "requestKind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+                "requestResource": {"group": "apps", "version": "v1", "resource": "deployments"},
+                "name": "web", "namespace": "shop", "operation": "CREATE", "userInfo": {"username": "me"},
+                "object": object, "dryRun": false,
+                "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}})
+        );
     }
 
     #[test]
