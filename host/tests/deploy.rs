@@ -10,7 +10,8 @@ use std::sync::Arc;
 
 use injector_host::hostcalls::cluster::ClusterState;
 use injector_host::hostcalls::lookup::Lookups;
-use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input, Verdict};
+use injector_host::linkerd::answer::Injection;
+use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input};
 use injector_host::protocol::request::PolicySettings;
 use injector_host::runtime::callback::{HostContext, LogSink};
 use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
@@ -739,7 +740,7 @@ fn settings_examples_inject_and_the_hardened_profile_restricts() {
     for name in ["defaults", "ha", "cni", "hardened"] {
         let settings = yaml(&deploy(&format!("settings/{name}.yaml")));
         let out = inject_with(&policy, &settings, pod).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(out.report.entries[0].verdict, Verdict::Injected, "{name}");
+        assert_eq!(out.report.entries[0].injection, Injection::Injected, "{name}");
         let doc: Value = serde_yaml_ng::from_str(&out.yaml).unwrap();
         let inits: Vec<&str> = doc["spec"]["initContainers"]
             .as_array()
@@ -776,7 +777,7 @@ fn settings_examples_inject_and_the_hardened_profile_restricts() {
     let trusted = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels: {linkerd-injector-policy.io/trusted-overrides: \"true\"}\n---\n\
         apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\n  annotations: {config.linkerd.io/proxy-version: edge-26.9.1}\nspec:\n  containers: [{name: web, image: example.com/web:1}]\n";
     let out = inject_with(&policy, &hardened, trusted).unwrap();
-    assert_eq!(out.report.entries[1].verdict, Verdict::Injected);
+    assert_eq!(out.report.entries[1].injection, Injection::Injected);
 }
 
 #[test]

@@ -651,7 +651,7 @@ pub fn inject(args: &InjectArgs) -> Result<String, CliError> {
         args.settings_path.as_deref(),
         args.settings_json.as_deref(),
     )?)?;
-    let inputs = crate::linkerd::inject::read_inputs(&args.inputs)?;
+    let inputs = crate::linkerd::inject::read_inputs(&args.inputs).map_err(InjectError::from)?;
     let engine = Engine::new(EngineConfig::without_deadline())?;
     let policy = engine.load_policy_file(&args.module)?;
     let md = match &args.metadata_path {

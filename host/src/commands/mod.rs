@@ -4,3 +4,4 @@
 pub mod annotate;
 pub mod artifacthub;
 pub mod cli;
+pub mod manifests;

@@ -47,6 +47,17 @@ impl Injection {
     }
 }
 
+/// The module's audit annotations when they say something other than `injection` (settings
+/// that only verify, say), as `key=value` pairs; `None` when it answers about injection or not
+/// at all.
+pub fn other_audit(response: &AdmissionResponse) -> Option<String> {
+    let audit = response.audit_annotations.as_ref().filter(|a| !a.is_empty())?;
+    if audit.contains_key(INJECTION_AUDIT_KEY) {
+        return None;
+    }
+    Some(audit.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))
+}
+
 /// Why the module's patch cannot be used.
 #[derive(Debug, Error)]
 pub enum PatchError {
@@ -87,6 +98,15 @@ mod tests {
             Injection::Skipped("hostNetwork is enabled".into())
         );
         assert_eq!(Injection::of(&answer(None, &[])), Injection::NotConsidered);
+    }
+
+    #[test]
+    fn other_audit_annotations_mean_no_injection_answer() {
+        let mut r = answer(None, &[]);
+        assert_eq!(other_audit(&r), None);
+        r.audit_annotations = Some(BTreeMap::from([("verify".to_owned(), "not meshed".to_owned())]));
+        assert_eq!(other_audit(&r).as_deref(), Some("verify=not meshed"));
+        assert_eq!(other_audit(&answer(Some("injected"), &[])), None);
     }
 
     #[test]

@@ -4,4 +4,5 @@
 pub mod answer;
 pub mod controllers;
 pub mod inject;
+pub mod report;
 pub mod rollout;
