@@ -330,9 +330,9 @@ mod tests {
 
     #[test]
     fn uris_are_parsed() {
-        let r = ModuleRef::parse("registry://127.0.0.1:5000/policies/linkerd:v1").unwrap();
+        let r = ModuleRef::parse("registry://127.0.0.1:5000/policies/injector:v1").unwrap();
         assert_eq!(r.registry(), "127.0.0.1:5000");
-        assert_eq!(r.repository(), "127.0.0.1:5000/policies/linkerd");
+        assert_eq!(r.repository(), "127.0.0.1:5000/policies/injector");
         assert_eq!(
             ModuleRef::parse("127.0.0.1:5000/p:v1").unwrap_err().to_string(),
             "`127.0.0.1:5000/p:v1` is not a registry URI: it must start with `registry://`"

@@ -458,7 +458,11 @@ fn settings_from_the_deployed_policy_manifest() {
 #[case::no_namespace_admitted_in_other("metadata: {name: web}", &["-n", "other"], "")]
 #[case::own_namespace("metadata: {name: web, namespace: shop}", &[], "shop")]
 #[case::own_namespace_wins_over_n("metadata: {name: web, namespace: shop}", &["-n", "other"], "shop")]
-fn workload_namespace_label_is_the_manifests(#[case] metadata: &str, #[case] flags: &[&str], #[case] label: &str) {
+fn workload_namespace_label_is_the_manifests(
+    #[case] metadata: &str,
+    #[case] flags: &[&str],
+    #[case] label: &str,
+) {
     let name = format!("workload-ns-{label}{}.json", flags.join(""));
     let settings = settings_file(&name, json!({}));
     let deployment = format!(

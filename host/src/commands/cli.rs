@@ -17,8 +17,8 @@ use crate::hostcalls::cluster::{ClusterState, ClusterStateError};
 use crate::hostcalls::fault::{FaultParseError, FaultPlan, FaultRule};
 use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use crate::hostcalls::replay::{ReplayError, ReplaySession};
-use crate::linkerd::inject::{InjectError, InjectOptions, Injector};
-use crate::linkerd::rollout::{RolloutError, RolloutOptions, Workload, run_rollout};
+use crate::linkerd::inject::InjectError;
+use crate::linkerd::rollout::RolloutError;
 use crate::protocol::metadata::{ContextAwareResource, MetadataError, PolicyMetadata};
 use crate::protocol::request::{AdmissionRequest, PolicySettings, RequestError};
 use crate::registry::{ModuleRef, RegistryError, Sources};
@@ -357,11 +357,11 @@ pub struct RolloutArgs {
     pub module: PathBuf,
 }
 
-fn read_settings(common: &CommonArgs) -> Result<PolicySettings, CliError> {
+pub(crate) fn read_settings(common: &CommonArgs) -> Result<PolicySettings, CliError> {
     settings_from(common.settings_path.as_deref(), common.settings_json.as_deref())
 }
 
-fn settings_from(
+pub(crate) fn settings_from(
     settings_path: Option<&Path>,
     settings_json: Option<&str>,
 ) -> Result<PolicySettings, CliError> {
@@ -416,7 +416,7 @@ fn load_module(engine: &Engine, module: &str, registry: &RegistryArgs) -> Result
     Ok(engine.load_policy_file(Path::new(path))?)
 }
 
-fn fault_plan(common: &CommonArgs) -> Result<FaultPlan, CliError> {
+pub(crate) fn fault_plan(common: &CommonArgs) -> Result<FaultPlan, CliError> {
     let mut plan = FaultPlan::new().with_latency(Duration::from_millis(common.lookup_latency_ms));
     for rule in &common.faults {
         plan = plan.with_rule(FaultRule::parse(rule)?);
@@ -424,7 +424,7 @@ fn fault_plan(common: &CommonArgs) -> Result<FaultPlan, CliError> {
     Ok(plan)
 }
 
-fn metadata(
+pub(crate) fn metadata(
     common: &CommonArgs,
     policy: &Policy,
     fallback: Option<&Path>,
@@ -441,7 +441,7 @@ fn metadata(
     }
 }
 
-fn engine_config(common: &CommonArgs, default: Option<Duration>) -> EngineConfig {
+pub(crate) fn engine_config(common: &CommonArgs, default: Option<Duration>) -> EngineConfig {
     let deadline = common
         .policy_timeout
         .map(Duration::from_secs_f64)
@@ -454,7 +454,7 @@ fn engine_config(common: &CommonArgs, default: Option<Duration>) -> EngineConfig
     }
 }
 
-fn log_sink(common: &CommonArgs) -> LogSink {
+pub(crate) fn log_sink(common: &CommonArgs) -> LogSink {
     if common.quiet_policy_logs {
         LogSink::Discard
     } else {
@@ -517,10 +517,10 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             .with_capabilities(capabilities),
     );
     let mut instance = policy.instantiate(&host)?;
-    let validation = instance.validate_settings(&settings);
-    if !validation.valid {
-        return Err(CliError::InvalidSettings(validation.message.unwrap_or_default()));
-    }
+    instance
+        .validate_settings(&settings)
+        .into_result()
+        .map_err(CliError::InvalidSettings)?;
     let response = match &request {
         Some(request) => instance.validate(request, &settings)?,
         None => instance.validate_raw(&document, &settings)?,
@@ -582,119 +582,9 @@ pub fn pull(args: &PullArgs) -> Result<String, CliError> {
     Ok(String::new())
 }
 
-/// `injector-host rollout`: the report text (or JSON) and the report itself.
-fn rollout_report(args: &RolloutArgs) -> Result<(String, crate::linkerd::rollout::RolloutReport), CliError> {
-    let settings = read_settings(&args.common)?;
-    let faults = fault_plan(&args.common)?;
-    let default_deadline = (!args.disable_timeout_protection).then_some(Duration::from_secs(2));
-    let config = if args.disable_timeout_protection {
-        EngineConfig::without_deadline()
-    } else {
-        engine_config(&args.common, default_deadline)
-    };
-    let engine = Engine::new(config)?;
-    let policy = engine.load_policy_file(&args.module)?;
-    // like a ClusterAdmissionPolicy with the contextAwareResources of the policy's metadata;
-    // an unannotated module next to its policy.yaml uses that file
-    let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
-    let md = metadata(&args.common, &policy, sibling.as_deref())?;
-    let allow_list = md.map(|m| m.context_aware_resources).unwrap_or_default();
-    // a Linkerd control plane unless the context file brings its own objects of the same names
-    let mut state = ClusterState::new();
-    for object in crate::linkerd::rollout::default_control_plane() {
-        state.insert(object).map_err(|message| {
-            CliError::Rollout(RolloutError::ClusterState {
-                what: "the control plane".into(),
-                message,
-            })
-        })?;
-    }
-    if let Some(path) = &args.context {
-        let text = std::fs::read_to_string(path).map_err(|source| ClusterStateError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        state.load_str(&text, path)?;
-    }
-    let workload = match &args.manifest {
-        Some(path) => Workload::from_manifest(path)?,
-        None => Workload::default_nginx(args.replicas),
-    };
-    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, faults)));
-    let sink = if args.common.quiet_policy_logs {
-        LogSink::Discard
-    } else {
-        LogSink::Stderr
-    };
-    let host = Arc::new(HostContext::new(policy.name(), allow_list, lookups, sink));
-    let opts = RolloutOptions {
-        replicas: args.replicas,
-        workers: args.workers,
-        settings,
-        webhook_timeout: Duration::from_secs_f64(args.webhook_timeout.max(0.0)),
-        policy_deadline: config.deadline,
-        seed: args.seed,
-        progress: !args.json,
-    };
-    let report = run_rollout(&policy, &host, &workload, &opts)?;
-    let text = if args.json {
-        serde_json::to_string_pretty(&report).map_err(|e| CliError::Output(e.to_string()))?
-    } else {
-        report.render()
-    };
-    Ok((text, report))
-}
-
-/// `injector-host inject`: prints the report on stderr, returns the YAML stream.
-pub fn inject(args: &InjectArgs) -> Result<String, CliError> {
-    let settings = policy_settings(settings_from(
-        args.settings_path.as_deref(),
-        args.settings_json.as_deref(),
-    )?)?;
-    let inputs = crate::linkerd::inject::read_inputs(&args.inputs).map_err(InjectError::from)?;
-    let engine = Engine::new(EngineConfig::without_deadline())?;
-    let policy = engine.load_policy_file(&args.module)?;
-    let md = match &args.metadata_path {
-        Some(path) => Some(PolicyMetadata::from_file(path)?),
-        None => match policy.embedded_metadata() {
-            Some(md) => Some(md.clone()),
-            None => {
-                let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
-                match sibling {
-                    Some(p) if p.exists() => Some(PolicyMetadata::from_file(&p)?),
-                    _ => None,
-                }
-            }
-        },
-    };
-    let context = match &args.context {
-        Some(path) => ClusterState::from_file(path)?,
-        None => ClusterState::new(),
-    };
-    let options = InjectOptions {
-        namespace: Some(args.namespace.clone()),
-        ingress: args.ingress,
-        enable_debug_sidecar: args.enable_debug_sidecar,
-    };
-    let injector = Injector::new(
-        &policy,
-        settings,
-        options,
-        context,
-        md.map(|m| m.context_aware_resources),
-    );
-    let output = injector.run(inputs)?;
-    if !args.quiet && args.output == "json" {
-        eprintln!("{}", output.report.to_json());
-    } else if !args.quiet {
-        eprint!("{}", output.report.render());
-    }
-    Ok(output.yaml)
-}
-
 /// The settings given as a whole Kubewarden policy manifest (`ClusterAdmissionPolicy` /
 /// `AdmissionPolicy`) are its `spec.settings`, so `inject` can use the deployed policy's file.
-fn policy_settings(settings: PolicySettings) -> Result<PolicySettings, CliError> {
+pub(crate) fn policy_settings(settings: PolicySettings) -> Result<PolicySettings, CliError> {
     let map = &settings.0;
     let is_policy = map.get("apiVersion").and_then(Value::as_str) == Some("policies.kubewarden.io/v1")
         && matches!(
@@ -759,20 +649,6 @@ impl From<String> for Output {
     }
 }
 
-/// `injector-host rollout`, as a command: the report, failed when any admission was rejected
-/// or failed (a pod without its admission, which is what the rollout must never produce).
-fn rollout_command(args: &RolloutArgs) -> Result<Output, CliError> {
-    let (stdout, report) = rollout_report(args)?;
-    let failed = report.rejected + report.errors;
-    let failure = (failed > 0).then(|| {
-        format!(
-            "{failed} of {} admissions were not admitted ({} rejected, {} engine errors)",
-            report.replicas, report.rejected, report.errors
-        )
-    });
-    Ok(Output { stdout, failure })
-}
-
 /// `injector-host scaffold artifacthub`: writes the file (`-o`) or prints it itself, as kwctl's
 /// `println!` does (the text ends with a newline, so stdout ends with an empty line).
 fn scaffold_artifacthub(args: &ArtifacthubArgs) -> Result<String, CliError> {
@@ -795,9 +671,9 @@ fn scaffold_artifacthub(args: &ArtifacthubArgs) -> Result<String, CliError> {
 /// Runs the parsed command.
 pub fn execute(cli: &Cli) -> Result<Output, CliError> {
     let stdout = match &cli.command {
-        Command::Rollout(args) => return rollout_command(args),
+        Command::Rollout(args) => return crate::linkerd::commands::rollout(args),
         Command::Run(args) => run(args),
-        Command::Inject(args) => inject(args),
+        Command::Inject(args) => crate::linkerd::commands::inject(args),
         Command::Annotate(args) => annotate(args),
         Command::Scaffold(ScaffoldCommand::Artifacthub(args)) => scaffold_artifacthub(args),
         Command::Push(args) => push(args),

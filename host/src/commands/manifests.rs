@@ -42,11 +42,9 @@ pub fn read_inputs(paths: &[String]) -> Result<Vec<Input>, ReadError> {
     for p in paths {
         if p == "-" {
             let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| {
-                ReadError {
-                    path: "<stdin>".into(),
-                    source,
-                }
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).map_err(|source| ReadError {
+                path: "<stdin>".into(),
+                source,
             })?;
             inputs.push(Input::new("<stdin>", text));
             continue;
@@ -325,7 +323,6 @@ pub fn leading_comments(text: &str) -> String {
         .collect()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,5 +399,4 @@ mod tests {
         for_each_object(&docs[0].values[0], &mut |_| n += 1);
         assert_eq!(n, 1);
     }
-
 }

@@ -338,7 +338,7 @@ apiVersion: v1
 kind: Namespace
 metadata:
   name: emojivoto
-  annotations: {linkerd.io/inject: enabled}
+  annotations: {example.com/team: web}
 ---
 apiVersion: v1
 kind: List

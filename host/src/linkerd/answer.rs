@@ -41,7 +41,10 @@ impl Injection {
     pub fn warnings_beyond(&self, response: &AdmissionResponse) -> Vec<String> {
         let warnings = response.warnings.clone().unwrap_or_default();
         match self {
-            Self::Skipped(reasons) => warnings.into_iter().filter(|w| !w.ends_with(reasons.as_str())).collect(),
+            Self::Skipped(reasons) => warnings
+                .into_iter()
+                .filter(|w| !w.ends_with(reasons.as_str()))
+                .collect(),
             _ => warnings,
         }
     }
@@ -55,7 +58,13 @@ pub fn other_audit(response: &AdmissionResponse) -> Option<String> {
     if audit.contains_key(INJECTION_AUDIT_KEY) {
         return None;
     }
-    Some(audit.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))
+    Some(
+        audit
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
 }
 
 /// Why the module's patch cannot be used.
@@ -84,7 +93,8 @@ mod tests {
     fn answer(injection: Option<&str>, warnings: &[&str]) -> AdmissionResponse {
         AdmissionResponse {
             allowed: true,
-            audit_annotations: injection.map(|v| BTreeMap::from([(INJECTION_AUDIT_KEY.to_owned(), v.to_owned())])),
+            audit_annotations: injection
+                .map(|v| BTreeMap::from([(INJECTION_AUDIT_KEY.to_owned(), v.to_owned())])),
             warnings: Some(warnings.iter().map(|w| w.to_string()).collect()),
             ..Default::default()
         }

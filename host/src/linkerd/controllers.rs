@@ -167,9 +167,13 @@ fn replicaset_controller(rng: &mut Rng) -> UserInfo {
         username: Some("system:serviceaccount:kube-system:replicaset-controller".into()),
         uid: Some(rng.uuid()),
         groups: Some(
-            ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:kube-system",
+                "system:authenticated",
+            ]
+            .map(String::from)
+            .to_vec(),
         ),
         extra: None,
     }
@@ -183,7 +187,11 @@ pub fn pod_create_request(rs: &Value, rng: &mut Rng) -> Result<AdmissionRequest,
         .pointer("/spec/template")
         .ok_or(ShapeError::ReplicaSet("spec.template"))?;
     let metadata = pod_metadata(rs, name, namespace, template);
-    let mut spec = template.get("spec").and_then(Value::as_object).cloned().unwrap_or_default();
+    let mut spec = template
+        .get("spec")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     apply_api_server_defaults(&mut spec);
     let volume_name = format!("kube-api-access-{}", rng.safe_string(5));
     mount_service_account_token(&mut spec, &volume_name);
@@ -230,11 +238,20 @@ fn apply_api_server_defaults(spec: &mut Map<String, Value>) {
     for c in containers_mut(spec) {
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         let tag_latest = image.ends_with(":latest") || !image.rsplit('/').next().unwrap_or("").contains(':');
-        set_default(c, "imagePullPolicy", json!(if tag_latest { "Always" } else { "IfNotPresent" }));
+        set_default(
+            c,
+            "imagePullPolicy",
+            json!(if tag_latest { "Always" } else { "IfNotPresent" }),
+        );
         set_default(c, "resources", json!({}));
         set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
         set_default(c, "terminationMessagePolicy", json!("File"));
-        for p in c.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+        for p in c
+            .get_mut("ports")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             if let Some(p) = p.as_object_mut() {
                 set_default(p, "protocol", json!("TCP"));
             }
@@ -265,7 +282,11 @@ fn mount_service_account_token(spec: &mut Map<String, Value>, volume_name: &str)
     }
     let mount = json!({"name": volume_name, "readOnly": true, "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"});
     for c in containers_mut(spec) {
-        if let Some(m) = c.entry("volumeMounts").or_insert_with(|| json!([])).as_array_mut() {
+        if let Some(m) = c
+            .entry("volumeMounts")
+            .or_insert_with(|| json!([]))
+            .as_array_mut()
+        {
             m.push(mount.clone());
         }
     }
@@ -286,9 +307,15 @@ fn mount_service_account_token(spec: &mut Map<String, Value>, volume_name: &str)
 
 /// The DefaultTolerationSeconds admission plugin.
 fn add_default_tolerations(spec: &mut Map<String, Value>) {
-    if let Some(t) = spec.entry("tolerations").or_insert_with(|| json!([])).as_array_mut() {
+    if let Some(t) = spec
+        .entry("tolerations")
+        .or_insert_with(|| json!([]))
+        .as_array_mut()
+    {
         for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
-            t.push(json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}));
+            t.push(
+                json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}),
+            );
         }
     }
 }

@@ -177,12 +177,11 @@ impl<'p> Injector<'p> {
     pub fn run(&self, inputs: Vec<Input>) -> Result<InjectOutput, InjectError> {
         let parsed = parse_all(inputs)?;
         let host = Arc::new(self.host_context(&parsed)?);
-        let validation = self.policy.instantiate(&host)?.validate_settings(&self.settings);
-        if !validation.valid {
-            return Err(InjectError::InvalidSettings(
-                validation.message.unwrap_or_default(),
-            ));
-        }
+        self.policy
+            .instantiate(&host)?
+            .validate_settings(&self.settings)
+            .into_result()
+            .map_err(InjectError::InvalidSettings)?;
         let mut session = Session {
             injector: self,
             host,
@@ -211,10 +210,9 @@ impl<'p> Injector<'p> {
             });
         }
         for ns in used {
-            let mut namespace = state
-                .get("v1", "Namespace", &ns, None)
-                .cloned()
-                .unwrap_or_else(|_| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+            let mut namespace = state.get("v1", "Namespace", &ns, None).cloned().unwrap_or_else(
+                |_| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            );
             want_proxies(&mut namespace, &self.options);
             state.insert(namespace).map_err(InjectError::State)?;
         }
@@ -222,7 +220,12 @@ impl<'p> Injector<'p> {
             Some(a) => a.clone(),
             None => state
                 .objects()
-                .filter_map(|o| Some(ContextAwareResource::new(str_at(o, "/apiVersion")?, str_at(o, "/kind")?)))
+                .filter_map(|o| {
+                    Some(ContextAwareResource::new(
+                        str_at(o, "/apiVersion")?,
+                        str_at(o, "/kind")?,
+                    ))
+                })
                 .collect(),
         };
         let source = LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new()));
@@ -354,7 +357,13 @@ impl Session<'_> {
         if changed.iter().all(Option::is_none) {
             return None;
         }
-        Some(changed.into_iter().zip(items).map(|(new, old)| new.unwrap_or_else(|| old.clone())).collect())
+        Some(
+            changed
+                .into_iter()
+                .zip(items)
+                .map(|(new, old)| new.unwrap_or_else(|| old.clone()))
+                .collect(),
+        )
     }
 
     /// One object through the module; its entry goes into the report, a rejection into the
@@ -458,7 +467,8 @@ mod tests {
 
     #[test]
     fn namespaces_want_proxies() {
-        let mut ns = json!({"metadata": {"name": "shop", "annotations": {"linkerd.io/inject": "disabled", "a": "b"}}});
+        let mut ns =
+            json!({"metadata": {"name": "shop", "annotations": {"linkerd.io/inject": "disabled", "a": "b"}}});
         want_proxies(&mut ns, &InjectOptions::default());
         assert_eq!(
             ns["metadata"]["annotations"],

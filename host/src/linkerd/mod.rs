@@ -2,6 +2,7 @@
 //! objects through the policy module and read its answer; no rule of the policy is restated here.
 
 pub mod answer;
+pub mod commands;
 pub mod controllers;
 pub mod inject;
 pub mod report;

@@ -23,7 +23,9 @@ impl Entry {
         match &self.injection {
             Injection::Injected => format!("{kind} \"{}\" injected", self.name),
             Injection::Skipped(reasons) => format!("{kind} \"{}\" skipped: {reasons}", self.name),
-            Injection::NotConsidered if self.kind.is_empty() => "document missing \"kind\" field, skipped".into(),
+            Injection::NotConsidered if self.kind.is_empty() => {
+                "document missing \"kind\" field, skipped".into()
+            }
             Injection::NotConsidered => format!("{kind} \"{}\" skipped: not a pod or a workload", self.name),
         }
     }

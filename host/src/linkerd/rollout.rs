@@ -16,10 +16,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use thiserror::Error;
 
-pub use super::controllers::{
-    Rng, SAFE_ALPHABET, ShapeError, fnv32a, pod_create_request, pod_template_hash, replica_set_for, safe_encode,
-};
 use super::answer::{self, Injection};
+pub use super::controllers::{
+    Rng, SAFE_ALPHABET, ShapeError, fnv32a, pod_create_request, pod_template_hash, replica_set_for,
+    safe_encode,
+};
 use crate::hostcalls::lookup::LookupStats;
 use crate::protocol::request::{AdmissionRequest, PolicySettings};
 use crate::protocol::response::{AdmissionResponse, DEADLINE_MESSAGE};
@@ -409,7 +410,15 @@ pub fn run_rollout(
     let tally = Tally::default();
     let started = Instant::now();
     let latencies = admit_all(policy, host, &requests, opts, &tally);
-    Ok(report(workload, opts, objects, host, tally, &latencies, started.elapsed()))
+    Ok(report(
+        workload,
+        opts,
+        objects,
+        host,
+        tally,
+        &latencies,
+        started.elapsed(),
+    ))
 }
 
 /// Adds the Namespace, the Deployment (with a uid and the replica count), its ReplicaSet and the
@@ -456,11 +465,10 @@ fn validate_settings(
     settings: &PolicySettings,
 ) -> Result<(), RolloutError> {
     let mut instance = policy.instantiate(host).map_err(RolloutError::Instantiate)?;
-    let validation = instance.validate_settings(settings);
-    match validation.valid {
-        true => Ok(()),
-        false => Err(RolloutError::InvalidSettings(validation.message.unwrap_or_default())),
-    }
+    instance
+        .validate_settings(settings)
+        .into_result()
+        .map_err(RolloutError::InvalidSettings)
 }
 
 /// Sends every request through the policy on the workers (and draws progress); returns each
@@ -490,7 +498,10 @@ fn admit_all(
             .map(|_| {
                 scope.spawn(|| {
                     let local = work(policy, host, requests, &opts.settings, &next, tally);
-                    latencies.lock().unwrap_or_else(PoisonError::into_inner).extend(local);
+                    latencies
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .extend(local);
                 })
             })
             .collect();
@@ -740,7 +751,13 @@ mod tests {
         let bad = with("injected", json!([{"op": "remove", "path": "/nope"}]));
         assert!(matches!(classify(&pod, &bad), PodAdmission::Error(m) if m.starts_with("cannot apply")));
         assert_eq!(
-            classify(&pod, &AdmissionResponse { allowed: true, ..Default::default() }),
+            classify(
+                &pod,
+                &AdmissionResponse {
+                    allowed: true,
+                    ..Default::default()
+                }
+            ),
             PodAdmission::Skipped,
             "no injection annotation: not considered"
         );

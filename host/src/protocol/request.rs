@@ -43,7 +43,9 @@ impl GroupVersionKind {
     /// An object's `apiVersion` (`group/version`, or `version` for the core group) and `kind`.
     pub fn of_object(object: &Value) -> Self {
         let field = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
-        let (group, version) = field("apiVersion").split_once('/').unwrap_or(("", field("apiVersion")));
+        let (group, version) = field("apiVersion")
+            .split_once('/')
+            .unwrap_or(("", field("apiVersion")));
         Self {
             group: group.to_owned(),
             version: version.to_owned(),
@@ -133,7 +135,10 @@ impl AdmissionRequest {
             resource,
             sub_resource: None,
             request_sub_resource: None,
-            name: object.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned),
+            name: object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             namespace,
             operation: "CREATE".into(),
             user_info,
@@ -201,7 +206,13 @@ mod tests {
     #[case::deployment("apps/v1", "Deployment", "apps", "v1", "deployments")]
     #[case::cronjob("batch/v1", "CronJob", "batch", "v1", "cronjobs")]
     #[case::ingress("networking.k8s.io/v1", "Ingress", "networking.k8s.io", "v1", "ingresses")]
-    #[case::policy("networking.k8s.io/v1", "NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies")]
+    #[case::policy(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies"
+    )]
     #[case::endpoints("v1", "Endpoints", "", "v1", "endpoints")]
     fn kind_and_guessed_resource(
         #[case] api_version: &str,
@@ -211,7 +222,10 @@ mod tests {
         #[case] resource: &str,
     ) {
         let gvk = GroupVersionKind::of_object(&json!({"apiVersion": api_version, "kind": kind}));
-        assert_eq!((gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()), (group, version, kind));
+        assert_eq!(
+            (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()),
+            (group, version, kind)
+        );
         assert_eq!(GroupVersionResource::guessed(&gvk).resource, resource);
     }
 
