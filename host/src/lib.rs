@@ -18,9 +18,10 @@
 //!
 //! The commands sit apart: [`commands`] holds the generic ones (`run`, `annotate`, `push`/`pull`,
 //! `scaffold artifacthub`), [`linkerd`] those that only make sense for this policy (`rollout`,
-//! `inject`).
+//! `inject`), and [`cli`] the command line that joins them.
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod commands;
 pub mod hostcalls;
 pub mod linkerd;
@@ -38,7 +39,6 @@ pub use runtime::callback::{HostContext, LogSink};
 pub use runtime::engine::{Engine, EngineConfig, Instance, Policy};
 
 /// The paths the benchmarks (`benches/`) import, kept while they move into their own crate.
-pub use commands::cli;
 pub use hostcalls::lookup;
 pub use linkerd::rollout;
 pub use protocol::metadata;

@@ -2,11 +2,11 @@
 //! and sets the exit status.
 
 use clap::Parser;
-use injector_host::commands::cli::Command;
+use injector_host::cli::Command;
 
 fn main() -> std::process::ExitCode {
-    let cli = injector_host::commands::cli::Cli::parse();
-    match injector_host::commands::cli::execute(&cli) {
+    let cli = injector_host::cli::Cli::parse();
+    match injector_host::cli::execute(&cli) {
         Ok(out) => {
             if matches!(cli.command, Command::Inject(_)) {
                 // the YAML stream, byte for byte

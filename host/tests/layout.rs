@@ -34,6 +34,28 @@ fn the_engine_names_no_linkerd_and_no_command() {
     assert_eq!(offences, Vec::<String>::new());
 }
 
+/// Dependencies point one way: the generic commands use no Linkerd command and not the command
+/// line that joins them.
+#[test]
+fn the_generic_commands_use_no_linkerd_command() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+    let mut offences = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("src/commands") {
+        let file = entry.expect("a directory entry").path();
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        let code = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim_start().starts_with("//"));
+        for (n, line) in code {
+            if line.contains("crate::linkerd") || line.contains("crate::cli") {
+                offences.push(format!("{}:{}: {line}", file.display(), n + 1));
+            }
+        }
+    }
+    assert_eq!(offences, Vec::<String>::new());
+}
+
 #[test]
 fn every_file_says_what_it_owns() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");

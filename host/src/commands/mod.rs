@@ -1,7 +1,8 @@
-//! The generic commands of `injector-host`: the command line itself, `run`, `push`/`pull`,
-//! `annotate` and `scaffold artifacthub`. Linkerd's commands are in [`crate::linkerd`].
+//! The generic commands of `injector-host`: `run`, `push`/`pull`, `annotate` and `scaffold
+//! artifacthub`, and manifest streams. Linkerd's commands are in [`crate::linkerd`]; the command
+//! line that joins both is [`crate::cli`].
 
 pub mod annotate;
 pub mod artifacthub;
-pub mod cli;
+pub mod generic;
 pub mod manifests;

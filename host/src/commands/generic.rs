@@ -1,4 +1,6 @@
-//! The `injector-host` command line (flags follow `kwctl run`).
+//! The generic commands of `injector-host`, any Kubewarden policy's: `run` (flags follow
+//! `kwctl run`), `push`, `pull`, `annotate`, `scaffold artifacthub`; and the flags and helpers
+//! every command shares (settings, metadata, faults, engine limits).
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -6,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Subcommand};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -17,8 +19,6 @@ use crate::hostcalls::cluster::{ClusterState, ClusterStateError};
 use crate::hostcalls::fault::{FaultParseError, FaultPlan, FaultRule};
 use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use crate::hostcalls::replay::{ReplayError, ReplaySession};
-use crate::linkerd::inject::InjectError;
-use crate::linkerd::rollout::RolloutError;
 use crate::protocol::metadata::{ContextAwareResource, MetadataError, PolicyMetadata};
 use crate::protocol::request::{AdmissionRequest, PolicySettings, RequestError};
 use crate::registry::{ModuleRef, RegistryError, Sources};
@@ -26,7 +26,7 @@ use crate::runtime::callback::{HostContext, LogSink};
 use crate::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
 
 #[derive(Debug, Error)]
-pub enum CliError {
+pub enum CommandError {
     #[error("Cannot open settings file {path}: {source}")]
     OpenSettings {
         path: String,
@@ -66,10 +66,6 @@ pub enum CliError {
     #[error(transparent)]
     Fault(#[from] FaultParseError),
     #[error(transparent)]
-    Rollout(#[from] RolloutError),
-    #[error(transparent)]
-    Inject(#[from] InjectError),
-    #[error(transparent)]
     Annotate(#[from] AnnotateError),
     #[error(transparent)]
     ArtifactHub(#[from] ArtifactHubError),
@@ -94,40 +90,6 @@ pub enum CliError {
     ExecutionMode(String),
 }
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "injector-host",
-    version,
-    about = "A small Kubewarden-compatible (waPC) policy engine"
-)]
-pub struct Cli {
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Evaluate one request, print the AdmissionResponse as one JSON line (like `kwctl run`).
-    Run(RunArgs),
-    /// Play a Deployment rollout (linkerd2#3358) through the policy and summarise it.
-    Rollout(RolloutArgs),
-    /// Inject the proxy into manifests ahead of time, like `linkerd inject --manual`: YAML on
-    /// stdout, a per-object report on stderr.
-    Inject(InjectArgs),
-    /// Write the policy metadata into the module's `io.kubewarden.metadata` section, like
-    /// `kwctl annotate`.
-    Annotate(AnnotateArgs),
-    /// Generate Kubewarden files, like `kwctl scaffold` (`artifacthub`: artifacthub-pkg.yml).
-    #[command(subcommand)]
-    Scaffold(ScaffoldCommand),
-    /// Push an annotated module to an OCI registry as Kubewarden's Wasm artifact (like
-    /// `kwctl push`); prints the immutable reference.
-    Push(PushArgs),
-    /// Pull a module from an OCI registry (like `kwctl pull`, into a file).
-    Pull(PullArgs),
-}
-
-/// How registries are reached (kwctl's `--sources-path`, plus a one-registry shorthand).
 #[derive(Debug, Args)]
 pub struct RegistryArgs {
     /// kwctl sources file: `insecure_sources: [host:port, ...]` may use plain HTTP or skip TLS checks
@@ -139,7 +101,7 @@ pub struct RegistryArgs {
 }
 
 impl RegistryArgs {
-    fn sources(&self, uri: &ModuleRef) -> Result<Sources, CliError> {
+    fn sources(&self, uri: &ModuleRef) -> Result<Sources, CommandError> {
         let sources = match &self.sources_path {
             Some(path) => Sources::from_file(path)?,
             None => Sources::default(),
@@ -177,45 +139,6 @@ pub struct PullArgs {
     pub output_path: PathBuf,
     /// Source, `registry://host[:port]/repository:tag` or `...@sha256:...`
     pub uri: String,
-}
-
-#[derive(Debug, Args)]
-pub struct InjectArgs {
-    /// YAML or JSON files, directories (read recursively: *.yaml, *.yml, *.json) or `-` (stdin)
-    #[arg(required = true, value_name = "FILE|DIR|-")]
-    pub inputs: Vec<String>,
-    /// The policy module
-    #[arg(long, default_value = "policy.wasm")]
-    pub module: PathBuf,
-    /// YAML or JSON file with the policy settings, or the ClusterAdmissionPolicy manifest itself
-    /// (its `spec.settings` are used)
-    #[arg(long, conflicts_with = "settings_json")]
-    pub settings_path: Option<PathBuf>,
-    /// Policy settings as a JSON string
-    #[arg(long)]
-    pub settings_json: Option<String>,
-    /// Cluster state: Namespaces, Linkerd's trust-roots ConfigMap, owners (YAML/JSON objects)
-    #[arg(long)]
-    pub context: Option<PathBuf>,
-    /// Policy metadata file whose contextAwareResources are granted (default: the module's
-    /// embedded metadata, else policy.yaml next to the module)
-    #[arg(long)]
-    pub metadata_path: Option<PathBuf>,
-    /// Namespace of objects without metadata.namespace
-    #[arg(short = 'n', long, default_value = "default")]
-    pub namespace: String,
-    /// Mark templates `linkerd.io/inject: ingress` (proxy in ingress mode) unless they set a value
-    #[arg(long)]
-    pub ingress: bool,
-    /// Add the debug sidecar (`config.linkerd.io/enable-debug-sidecar: "true"`) unless set
-    #[arg(long)]
-    pub enable_debug_sidecar: bool,
-    /// Do not print the per-object report on stderr
-    #[arg(long)]
-    pub quiet: bool,
-    /// Format of the per-object report on stderr (the manifests stay YAML on stdout)
-    #[arg(short = 'o', long, value_parser = ["text", "json"], default_value = "text")]
-    pub output: String,
 }
 
 #[derive(Debug, Args)]
@@ -325,57 +248,25 @@ pub struct RunArgs {
     pub module: String,
 }
 
-#[derive(Debug, Args)]
-pub struct RolloutArgs {
-    #[command(flatten)]
-    pub common: CommonArgs,
-    /// Number of pods the ReplicaSet creates
-    #[arg(long)]
-    pub replicas: usize,
-    /// Worker threads evaluating admissions
-    #[arg(long, default_value_t = 4)]
-    pub workers: usize,
-    /// YAML with the Deployment and its Namespace (default: nginx in an injected namespace)
-    #[arg(long)]
-    pub manifest: Option<PathBuf>,
-    /// Extra cluster state (YAML/JSON objects)
-    #[arg(long)]
-    pub context: Option<PathBuf>,
-    /// API server webhook timeout in seconds, for the report
-    #[arg(long, default_value_t = 10.0)]
-    pub webhook_timeout: f64,
-    /// Evaluate without a policy deadline (policy-server's --disable-timeout-protection)
-    #[arg(long)]
-    pub disable_timeout_protection: bool,
-    /// Seed for generated names and uids
-    #[arg(long, default_value_t = 3358)]
-    pub seed: u64,
-    /// Print the report as JSON
-    #[arg(long)]
-    pub json: bool,
-    /// The policy module (.wasm)
-    pub module: PathBuf,
-}
-
-pub(crate) fn read_settings(common: &CommonArgs) -> Result<PolicySettings, CliError> {
+pub(crate) fn read_settings(common: &CommonArgs) -> Result<PolicySettings, CommandError> {
     settings_from(common.settings_path.as_deref(), common.settings_json.as_deref())
 }
 
 pub(crate) fn settings_from(
     settings_path: Option<&Path>,
     settings_json: Option<&str>,
-) -> Result<PolicySettings, CliError> {
+) -> Result<PolicySettings, CommandError> {
     if let Some(path) = settings_path {
         let p = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| CliError::OpenSettings {
+        let text = std::fs::read_to_string(path).map_err(|source| CommandError::OpenSettings {
             path: p.clone(),
             source,
         })?;
-        let value: Value =
-            serde_yaml_ng::from_str(&text).map_err(|source| CliError::ParseSettings { path: p, source })?;
+        let value: Value = serde_yaml_ng::from_str(&text)
+            .map_err(|source| CommandError::ParseSettings { path: p, source })?;
         Ok(PolicySettings::from_value(&value)?)
     } else if let Some(json) = settings_json {
-        let value: Value = serde_json::from_str(json).map_err(CliError::ParseSettingsJson)?;
+        let value: Value = serde_json::from_str(json).map_err(CommandError::ParseSettingsJson)?;
         Ok(PolicySettings::from_value(&value)?)
     } else {
         Ok(PolicySettings::default())
@@ -383,30 +274,30 @@ pub(crate) fn settings_from(
 }
 
 /// The request file as JSON (`-` is stdin).
-fn read_document(path: &str) -> Result<Value, CliError> {
+fn read_document(path: &str) -> Result<Value, CommandError> {
     let text = if path == "-" {
         let mut buf = String::new();
         std::io::stdin()
             .read_to_string(&mut buf)
-            .map_err(|source| CliError::OpenRequest {
+            .map_err(|source| CommandError::OpenRequest {
                 path: path.into(),
                 source,
             })?;
         buf
     } else {
-        std::fs::read_to_string(path).map_err(|source| CliError::OpenRequest {
+        std::fs::read_to_string(path).map_err(|source| CommandError::OpenRequest {
             path: path.into(),
             source,
         })?
     };
-    serde_json::from_str(&text).map_err(|source| CliError::ParseRequest {
+    serde_json::from_str(&text).map_err(|source| CommandError::ParseRequest {
         path: path.into(),
         source,
     })
 }
 
 /// Loads a module from a path, a `file://` URI or a `registry://` URI (pulled into memory).
-fn load_module(engine: &Engine, module: &str, registry: &RegistryArgs) -> Result<Policy, CliError> {
+fn load_module(engine: &Engine, module: &str, registry: &RegistryArgs) -> Result<Policy, CommandError> {
     if module.starts_with(crate::registry::SCHEME) {
         let uri = ModuleRef::parse(module)?;
         let bytes = crate::registry::pull(&uri, &registry.sources(&uri)?)?;
@@ -416,7 +307,7 @@ fn load_module(engine: &Engine, module: &str, registry: &RegistryArgs) -> Result
     Ok(engine.load_policy_file(Path::new(path))?)
 }
 
-pub(crate) fn fault_plan(common: &CommonArgs) -> Result<FaultPlan, CliError> {
+pub(crate) fn fault_plan(common: &CommonArgs) -> Result<FaultPlan, CommandError> {
     let mut plan = FaultPlan::new().with_latency(Duration::from_millis(common.lookup_latency_ms));
     for rule in &common.faults {
         plan = plan.with_rule(FaultRule::parse(rule)?);
@@ -428,7 +319,7 @@ pub(crate) fn metadata(
     common: &CommonArgs,
     policy: &Policy,
     fallback: Option<&Path>,
-) -> Result<Option<PolicyMetadata>, CliError> {
+) -> Result<Option<PolicyMetadata>, CommandError> {
     if let Some(path) = &common.metadata_path {
         return Ok(Some(PolicyMetadata::from_file(path)?));
     }
@@ -463,9 +354,9 @@ pub(crate) fn log_sink(common: &CommonArgs) -> LogSink {
 }
 
 /// `injector-host run`: returns the JSON line to print.
-pub fn run(args: &RunArgs) -> Result<String, CliError> {
+pub fn run(args: &RunArgs) -> Result<String, CommandError> {
     if let Some(mode) = args.execution_mode.as_deref().filter(|m| *m != "kubewarden") {
-        return Err(CliError::ExecutionMode(mode.to_owned()));
+        return Err(CommandError::ExecutionMode(mode.to_owned()));
     }
     let capabilities = HostCapabilities::new(&args.allowed_host_capabilities)?;
     let settings = read_settings(&args.common)?;
@@ -520,7 +411,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     instance
         .validate_settings(&settings)
         .into_result()
-        .map_err(CliError::InvalidSettings)?;
+        .map_err(CommandError::InvalidSettings)?;
     let response = match &request {
         Some(request) => instance.validate(request, &settings)?,
         None => instance.validate_raw(&document, &settings)?,
@@ -537,17 +428,17 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     if args.common.print_stats {
         eprintln!(
             "{}",
-            serde_json::to_string(&host.stats()).map_err(|e| CliError::Output(e.to_string()))?
+            serde_json::to_string(&host.stats()).map_err(|e| CommandError::Output(e.to_string()))?
         );
     }
-    serde_json::to_string(&response).map_err(|e| CliError::Output(e.to_string()))
+    serde_json::to_string(&response).map_err(|e| CommandError::Output(e.to_string()))
 }
 
 /// Writes the recorded exchanges as a kwctl replay session.
-fn write_session(path: &Path, host: &HostContext) -> Result<(), CliError> {
+fn write_session(path: &Path, host: &HostContext) -> Result<(), CommandError> {
     let text = crate::hostcalls::replay::ReplaySession::to_yaml(&host.lookups().recorded())
-        .map_err(|e| CliError::Output(e.to_string()))?;
-    std::fs::write(path, text).map_err(|source| CliError::File {
+        .map_err(|e| CommandError::Output(e.to_string()))?;
+    std::fs::write(path, text).map_err(|source| CommandError::File {
         what: "cannot write the session file",
         path: path.display().to_string(),
         source,
@@ -555,8 +446,8 @@ fn write_session(path: &Path, host: &HostContext) -> Result<(), CliError> {
 }
 
 /// `injector-host push`: returns the immutable reference (or kwctl's JSON).
-pub fn push(args: &PushArgs) -> Result<String, CliError> {
-    let module = std::fs::read(&args.module).map_err(|source| CliError::File {
+pub fn push(args: &PushArgs) -> Result<String, CommandError> {
+    let module = std::fs::read(&args.module).map_err(|source| CommandError::File {
         what: "cannot read module",
         path: args.module.display().to_string(),
         source,
@@ -571,10 +462,10 @@ pub fn push(args: &PushArgs) -> Result<String, CliError> {
 }
 
 /// `injector-host pull`: writes the module, returns nothing for stdout.
-pub fn pull(args: &PullArgs) -> Result<String, CliError> {
+pub fn pull(args: &PullArgs) -> Result<String, CommandError> {
     let uri = ModuleRef::parse(&args.uri)?;
     let bytes = crate::registry::pull(&uri, &args.registry.sources(&uri)?)?;
-    std::fs::write(&args.output_path, bytes).map_err(|source| CliError::File {
+    std::fs::write(&args.output_path, bytes).map_err(|source| CommandError::File {
         what: "cannot write",
         path: args.output_path.display().to_string(),
         source,
@@ -584,7 +475,7 @@ pub fn pull(args: &PullArgs) -> Result<String, CliError> {
 
 /// The settings given as a whole Kubewarden policy manifest (`ClusterAdmissionPolicy` /
 /// `AdmissionPolicy`) are its `spec.settings`, so `inject` can use the deployed policy's file.
-pub(crate) fn policy_settings(settings: PolicySettings) -> Result<PolicySettings, CliError> {
+pub(crate) fn policy_settings(settings: PolicySettings) -> Result<PolicySettings, CommandError> {
     let map = &settings.0;
     let is_policy = map.get("apiVersion").and_then(Value::as_str) == Some("policies.kubewarden.io/v1")
         && matches!(
@@ -603,9 +494,9 @@ pub(crate) fn policy_settings(settings: PolicySettings) -> Result<PolicySettings
 }
 
 /// `injector-host annotate`: writes the annotated module, prints warnings on stderr.
-pub fn annotate(args: &AnnotateArgs) -> Result<String, CliError> {
+pub fn annotate(args: &AnnotateArgs) -> Result<String, CommandError> {
     let read = |what: &'static str, path: &Path| {
-        std::fs::read(path).map_err(|source| CliError::File {
+        std::fs::read(path).map_err(|source| CommandError::File {
             what,
             path: path.display().to_string(),
             source,
@@ -622,7 +513,7 @@ pub fn annotate(args: &AnnotateArgs) -> Result<String, CliError> {
     for w in &annotated.warnings {
         eprintln!("WARN {w}");
     }
-    std::fs::write(&args.output_path, &annotated.module).map_err(|source| CliError::File {
+    std::fs::write(&args.output_path, &annotated.module).map_err(|source| CommandError::File {
         what: "cannot write",
         path: args.output_path.display().to_string(),
         source,
@@ -651,14 +542,14 @@ impl From<String> for Output {
 
 /// `injector-host scaffold artifacthub`: writes the file (`-o`) or prints it itself, as kwctl's
 /// `println!` does (the text ends with a newline, so stdout ends with an empty line).
-fn scaffold_artifacthub(args: &ArtifacthubArgs) -> Result<String, CliError> {
+pub fn scaffold_artifacthub(args: &ArtifacthubArgs) -> Result<String, CommandError> {
     let text = crate::commands::artifacthub::scaffold(
         args.metadata_path.as_deref(),
         args.questions_path.as_deref(),
         args.created_at.as_deref(),
     )?;
     match &args.output {
-        Some(path) => std::fs::write(path, text).map_err(|source| CliError::File {
+        Some(path) => std::fs::write(path, text).map_err(|source| CommandError::File {
             what: "cannot write",
             path: path.display().to_string(),
             source,
@@ -666,18 +557,4 @@ fn scaffold_artifacthub(args: &ArtifacthubArgs) -> Result<String, CliError> {
         None => println!("{text}"),
     }
     Ok(String::new())
-}
-
-/// Runs the parsed command.
-pub fn execute(cli: &Cli) -> Result<Output, CliError> {
-    let stdout = match &cli.command {
-        Command::Rollout(args) => return crate::linkerd::commands::rollout(args),
-        Command::Run(args) => run(args),
-        Command::Inject(args) => crate::linkerd::commands::inject(args),
-        Command::Annotate(args) => annotate(args),
-        Command::Scaffold(ScaffoldCommand::Artifacthub(args)) => scaffold_artifacthub(args),
-        Command::Push(args) => push(args),
-        Command::Pull(args) => pull(args),
-    }?;
-    Ok(stdout.into())
 }
