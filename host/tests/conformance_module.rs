@@ -7,8 +7,6 @@
 //! Then the version rules through the module: the changes of the window, releases outside it.
 
 mod common;
-// the core's tests/common/fixtures.rs, which policy_support includes, names it `serde_yaml`
-extern crate serde_yaml_ng as serde_yaml;
 mod policy_support;
 
 use injector_host::hostcalls::cluster::ClusterState;

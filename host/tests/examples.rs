@@ -5,8 +5,6 @@
 //! with the answers the context file gives.
 
 mod common;
-// the core's tests/common/fixtures.rs, which policy_support includes, names it `serde_yaml`
-extern crate serde_yaml_ng as serde_yaml;
 mod policy_support;
 
 use std::path::PathBuf;

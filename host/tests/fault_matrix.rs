@@ -6,8 +6,6 @@
 //! this Deployment pod by its name and makes no ReplicaSet lookup at all.
 
 mod common;
-// the core's tests/common/fixtures.rs, which policy_support includes, names it `serde_yaml`
-extern crate serde_yaml_ng as serde_yaml;
 mod policy_support;
 
 use policy_support::*;

@@ -7,8 +7,6 @@
 //! default `templateHash` resolves a Deployment's pod without the lookup, faults or not.
 
 mod common;
-// the core's tests/common/fixtures.rs, which policy_support includes, names it `serde_yaml`
-extern crate serde_yaml_ng as serde_yaml;
 mod policy_support;
 
 use std::collections::BTreeMap;
