@@ -340,6 +340,7 @@ struct Template<'a> {
     meta: &'a Value,
     spec: &'a Value,
     namespace: &'a str,
+    object_namespace: &'a str,
     pod_ann: StringMap,
     ns_ann: StringMap,
     ns_labels: StringMap,
@@ -374,6 +375,11 @@ fn decide_template(
         meta,
         spec: template.get("spec").unwrap_or(&Value::Null),
         namespace,
+        object_namespace: req
+            .object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
         pod_ann: pod::string_map(meta, "annotations"),
         ns_ann,
         ns_labels,
@@ -492,7 +498,9 @@ fn added_labels(t: &Template<'_>, settings: &Settings, owner: &Owner) -> StringM
         ann::CONTROL_PLANE_NS_LABEL.to_string(),
         settings.policy.control_plane_namespace.clone(),
     );
-    labels.insert(ann::WORKLOAD_NS_LABEL.to_string(), t.namespace.to_string());
+    // Linkerd's rule: the object's own namespace (the API server sets it to the request's; a
+    // manifest without one, in manual injection, gets "" as from `linkerd inject`)
+    labels.insert(ann::WORKLOAD_NS_LABEL.to_string(), t.object_namespace.to_string());
     if let Some((k, v)) = owner.label() {
         labels.insert(k, v);
     }

@@ -159,7 +159,7 @@ impl World {
     fn deployment_pod(&mut self, name: &str, namespace: &str, containers: Vec<Value>) -> AdmissionRequest {
         let deploy = deployment(name, namespace, containers);
         let (rs, _hash) = replica_set_for(&deploy, &format!("{name}-rs-uid")).expect("replicaset");
-        let request = pod_create_request(&rs, &mut self.rng);
+        let request = pod_create_request(&rs, &mut self.rng).expect("a pod of the ReplicaSet");
         self.objects.push(deploy);
         self.objects.push(rs);
         request

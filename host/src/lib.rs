@@ -1,4 +1,4 @@
-//! A small Kubewarden-compatible (waPC) policy engine.
+//! A small Kubewarden-compatible (waPC) policy engine, and the commands of `injector-host`.
 //!
 //! It loads a policy module once (compiled ahead of time), instantiates it afresh for every
 //! evaluation as policy-server does, calls `protocol_version`, `validate_settings` and `validate`,
@@ -7,53 +7,41 @@
 //! JSON patch from `json_patch::diff(object, mutated_object)` over key-sorted values (kwctl's
 //! serde_json keeps objects sorted, so its patch walks keys in order), base64, `patchType: JSONPatch`.
 //!
-//! Layout:
-//! * [`engine`]: wasmtime engine with epoch deadlines, compiled [`engine::Policy`], per-evaluation
-//!   [`engine::Instance`].
-//! * [`callback`]: the host-call dispatcher (binding / namespace / operation routing, allow-list).
-//! * [`lookup`]: where answers come from: the cluster state (with [`cache`] and [`fault`]s) or a
-//!   [`replay`] session; counts lookups.
-//! * [`memory`]: the peak linear memory of an evaluation (bisection over memory caps).
-//! * [`context`]: the cluster state (objects loaded from YAML/JSON).
-//! * [`request`], [`response`]: AdmissionRequest / AdmissionResponse wire types.
-//! * [`rollout`]: the Deployment rollout simulation of linkerd2#3358.
-//! * [`inject`]: manual injection of manifests (`injector-host inject`, like
-//!   `linkerd inject --manual`).
-//! * [`annotate`]: the `io.kubewarden.metadata` section (`injector-host annotate`, like
-//!   `kwctl annotate`).
-//! * [`artifacthub`]: `artifacthub-pkg.yml` from the metadata (`injector-host scaffold
-//!   artifacthub`, like `kwctl scaffold artifacthub`).
-//! * [`capabilities`]: the host-capability allow-list (`--allowed-host-capabilities`).
-//! * [`registry`]: `registry://` modules: push and pull Kubewarden's OCI artifact.
-//! * [`cli`]: the `injector-host` command line.
+//! Layout (README.md, "Layout"): the generic engine knows nothing of Linkerd:
+//! * [`protocol`]: the wire types (AdmissionRequest, the guest's answers, AdmissionResponse and
+//!   patch) and a module's metadata and custom sections;
+//! * [`runtime`]: module loading and evaluation (wasmtime, epoch deadlines, host-call dispatch,
+//!   peak memory);
+//! * [`hostcalls`]: the answers to host calls: cluster state, cache, faults, replay, field masks,
+//!   selectors, the capability allow-list;
+//! * [`registry`]: Kubewarden's OCI artifact (`registry://` modules).
+//!
+//! The commands sit apart: [`commands`] holds the generic ones (`run`, `annotate`, `push`/`pull`,
+//! `scaffold artifacthub`), [`linkerd`] those that only make sense for this policy (`rollout`,
+//! `inject`), and [`cli`] the command line that joins them.
 #![forbid(unsafe_code)]
 
-pub mod annotate;
-pub mod artifacthub;
-pub mod cache;
-pub mod callback;
-pub mod capabilities;
 pub mod cli;
-pub mod context;
-pub mod engine;
-pub mod fault;
-pub mod field_mask;
-pub mod inject;
-pub mod lookup;
-pub mod memory;
-pub mod metadata;
+pub mod commands;
+pub mod hostcalls;
+pub mod linkerd;
+pub mod protocol;
 pub mod registry;
-pub mod replay;
-pub mod request;
-pub mod response;
-pub mod rollout;
-pub mod selector;
+pub mod runtime;
 
-pub use callback::{HostContext, LogSink};
-pub use context::ClusterState;
-pub use engine::{Engine, EngineConfig, Instance, Policy};
-pub use fault::{Fault, FaultPlan};
-pub use lookup::{LookupSource, LookupStats};
-pub use metadata::{ContextAwareResource, PolicyMetadata};
-pub use request::{AdmissionRequest, Settings};
-pub use response::{AdmissionResponse, SettingsValidationResponse, ValidationResponse};
+pub use hostcalls::cluster::ClusterState;
+pub use hostcalls::fault::{Fault, FaultPlan};
+pub use hostcalls::lookup::{LookupSource, LookupStats};
+pub use protocol::metadata::{ContextAwareResource, PolicyMetadata};
+pub use protocol::request::{AdmissionRequest, PolicySettings};
+pub use protocol::response::{AdmissionResponse, SettingsValidationResponse, ValidationResponse};
+pub use runtime::callback::{HostContext, LogSink};
+pub use runtime::engine::{Engine, EngineConfig, Instance, Policy};
+
+/// The paths the benchmarks (`benches/`) import, kept while they move into their own crate.
+pub use hostcalls::lookup;
+pub use linkerd::rollout;
+pub use protocol::metadata;
+pub use runtime::memory;
+/// The former name of [`PolicySettings`], kept for the benchmarks.
+pub type Settings = PolicySettings;

@@ -1,3 +1,6 @@
+//! The `injector-host` binary: parses the command line, runs the command, prints its output
+//! and sets the exit status.
+
 use clap::Parser;
 use injector_host::cli::Command;
 

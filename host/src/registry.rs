@@ -18,7 +18,7 @@ use oci_client::{Client, Reference};
 use serde::Deserialize;
 use thiserror::Error;
 
-use crate::metadata::PolicyMetadata;
+use crate::protocol::metadata::PolicyMetadata;
 
 /// The URI scheme of a module in an OCI registry.
 pub const SCHEME: &str = "registry://";
@@ -66,7 +66,7 @@ impl Sources {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        serde_yaml::from_str(&text).map_err(|e| err(e.to_string()))
+        serde_yaml_ng::from_str(&text).map_err(|e| err(e.to_string()))
     }
 
     /// Marks one `host[:port]` as insecure (`--insecure` on the command line).
@@ -330,9 +330,9 @@ mod tests {
 
     #[test]
     fn uris_are_parsed() {
-        let r = ModuleRef::parse("registry://127.0.0.1:5000/policies/linkerd:v1").unwrap();
+        let r = ModuleRef::parse("registry://127.0.0.1:5000/policies/injector:v1").unwrap();
         assert_eq!(r.registry(), "127.0.0.1:5000");
-        assert_eq!(r.repository(), "127.0.0.1:5000/policies/linkerd");
+        assert_eq!(r.repository(), "127.0.0.1:5000/policies/injector");
         assert_eq!(
             ModuleRef::parse("127.0.0.1:5000/p:v1").unwrap_err().to_string(),
             "`127.0.0.1:5000/p:v1` is not a registry URI: it must start with `registry://`"

@@ -5,8 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use injector_host::engine::{Engine, EngineConfig};
-use injector_host::metadata::{METADATA_SECTION, PolicyMetadata, custom_section};
+use injector_host::protocol::metadata::{METADATA_SECTION, PolicyMetadata};
+use injector_host::protocol::sections::custom_section;
+use injector_host::runtime::engine::{Engine, EngineConfig};
 use serde_json::Value;
 
 fn manifest_dir() -> PathBuf {
@@ -90,7 +91,8 @@ fn annotates_like_kwctl_and_the_engine_reads_it() {
     assert!(annotated.starts_with(&original), "the module is not rewritten");
 
     let md = section_json(&annotated);
-    let yaml: Value = serde_yaml::from_str(&std::fs::read_to_string(root("policy.yaml")).unwrap()).unwrap();
+    let yaml: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(root("policy.yaml")).unwrap()).unwrap();
     // kwctl's field order
     let keys: Vec<&str> = md.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(

@@ -7,8 +7,8 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use injector_host::artifacthub::{self, ArtifactHubError};
-use injector_host::engine::Policy;
+use injector_host::commands::artifacthub::{self, ArtifactHubError};
+use injector_host::runtime::engine::Policy;
 use serde_json::{Map, Value, json};
 
 fn root(p: &str) -> PathBuf {
@@ -140,13 +140,13 @@ fn stdout_ends_like_kwctl_println() {
 
 #[test]
 fn questions_ui_is_embedded_verbatim() {
-    let package: Value = serde_yaml::from_str(&committed()).unwrap();
+    let package: Value = serde_yaml_ng::from_str(&committed()).unwrap();
     assert_eq!(
         package["annotations"]["kubewarden/questions-ui"].as_str(),
         Some(questions().as_str())
     );
     // the form is a `questions` list, as Rancher reads it
-    let q: Value = serde_yaml::from_str(&questions()).unwrap();
+    let q: Value = serde_yaml_ng::from_str(&questions()).unwrap();
     assert!(q["questions"].as_array().is_some_and(|l| !l.is_empty()));
 }
 
@@ -261,7 +261,7 @@ fn question_list() -> Vec<(String, String, Value, Vec<Value>)> {
             }
         }
     }
-    let doc: Value = serde_yaml::from_str(&questions()).unwrap();
+    let doc: Value = serde_yaml_ng::from_str(&questions()).unwrap();
     let mut out = Vec::new();
     walk(&doc["questions"], &mut out);
     out

@@ -16,11 +16,12 @@
 
 use std::path::{Path, PathBuf};
 
-use injector_host::context::ClusterState;
-use injector_host::engine::{Engine, EngineConfig, Policy};
-use injector_host::inject::{InjectError, InjectOptions, Injector, Input, Verdict};
-use injector_host::metadata::PolicyMetadata;
-use injector_host::request::Settings;
+use injector_host::hostcalls::cluster::ClusterState;
+use injector_host::linkerd::answer::Injection;
+use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input};
+use injector_host::protocol::metadata::PolicyMetadata;
+use injector_host::protocol::request::PolicySettings;
+use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -66,7 +67,7 @@ struct Case {
     name: &'static str,
     input: &'static str,
     config: Config,
-    /// Settings on top of the configuration (deep-merged).
+    /// The settings on top of the configuration (deep-merged).
     settings: Value,
     options: InjectOptions,
     expect: Expect,
@@ -95,16 +96,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "tap_deployment_debug",
         "the input is an already-injected control-plane Deployment: the CLI uninjects and re-injects \
          it, this tool skips it (`pod has a sidecar injected already`) and leaves it unchanged",
-    ),
-    (
-        "gettest_good",
-        "the objects have no metadata.namespace: this tool admits them in --namespace (default \
-         `default`), as kubectl would create them, and labels them `linkerd.io/workload-ns: default`; \
-         the CLI writes the manifest's empty namespace (`linkerd.io/workload-ns: \"\"`)",
-    ),
-    (
-        "automountServiceAccountToken_false",
-        "no metadata.namespace: `linkerd.io/workload-ns: default` here, `\"\"` from the CLI (as gettest_good)",
     ),
 ];
 
@@ -469,7 +460,7 @@ fn short(v: &Value) -> String {
 }
 
 fn parse_stream(text: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(text)
+    serde_yaml_ng::Deserializer::from_str(text)
         .map(|d| Value::deserialize(d).expect("golden YAML"))
         .filter(|v| !v.is_null())
         .collect()
@@ -479,16 +470,16 @@ fn parse_stream(text: &str) -> Vec<Value> {
 
 struct Runner {
     policy: Policy,
-    allow: std::collections::BTreeSet<injector_host::metadata::ContextAwareResource>,
+    allow: std::collections::BTreeSet<injector_host::protocol::metadata::ContextAwareResource>,
 }
 
 impl Runner {
-    fn run(&self, c: &Case) -> Result<injector_host::inject::InjectOutput, InjectError> {
+    fn run(&self, c: &Case) -> Result<injector_host::linkerd::inject::InjectOutput, InjectError> {
         let mut settings = base_settings(c.config);
         merge(&mut settings, &c.settings);
         let injector = Injector::new(
             &self.policy,
-            Settings::from_value(&settings).unwrap(),
+            PolicySettings::from_value(&settings).unwrap(),
             c.options.clone(),
             ClusterState::new(),
             Some(self.allow.clone()),
@@ -526,7 +517,7 @@ impl Runner {
                     .report
                     .entries
                     .iter()
-                    .all(|e| matches!(&e.verdict, Verdict::Skipped(r) if r.contains(reason)));
+                    .all(|e| matches!(&e.injection, Injection::Skipped(r) if r.contains(reason)));
                 if out.yaml != input {
                     Err("the skipped document was changed".into())
                 } else if !skipped || out.report.entries.is_empty() {

@@ -44,7 +44,7 @@ fn stderr(out: &Output) -> String {
 /// A cluster-state file holding the objects e2e's injected session answers with.
 fn injected_cluster() -> String {
     let session: Vec<Value> =
-        serde_yaml::from_str(&std::fs::read_to_string(e2e("session-injected.yml")).unwrap()).unwrap();
+        serde_yaml_ng::from_str(&std::fs::read_to_string(e2e("session-injected.yml")).unwrap()).unwrap();
     let objects: Vec<Value> = session
         .iter()
         .filter_map(|e| e["response"]["payload"].as_str())

@@ -9,7 +9,7 @@
 mod common;
 mod policy_support;
 
-use injector_host::context::ClusterState;
+use injector_host::hostcalls::cluster::ClusterState;
 use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};

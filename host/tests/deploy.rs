@@ -8,12 +8,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::context::ClusterState;
-use injector_host::engine::{Engine, EngineConfig, Policy};
-use injector_host::inject::{InjectError, InjectOptions, Injector, Input, Verdict};
-use injector_host::lookup::Lookups;
-use injector_host::request::Settings;
+use injector_host::hostcalls::cluster::ClusterState;
+use injector_host::hostcalls::lookup::Lookups;
+use injector_host::linkerd::answer::Injection;
+use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input};
+use injector_host::protocol::request::PolicySettings;
+use injector_host::runtime::callback::{HostContext, LogSink};
+use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, EnvVar, PodSecurityContext, SecurityContext, ServiceAccount, Toleration,
 };
@@ -38,7 +39,7 @@ fn deploy(name: &str) -> PathBuf {
 
 fn yaml_docs(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml::Deserializer::from_str(&text)
+    serde_yaml_ng::Deserializer::from_str(&text)
         .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
         .filter(|v| !v.is_null())
         .collect()
@@ -237,7 +238,7 @@ fn load() -> Manifests {
         roles: Vec::new(),
         role_bindings: Vec::new(),
         config_maps: Vec::new(),
-        metadata: serde_yaml::from_str(&std::fs::read_to_string(root().join("policy.yaml")).unwrap())
+        metadata: serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("policy.yaml")).unwrap())
             .unwrap(),
     };
     for file in ["rbac.yaml", "verification-config.yaml"] {
@@ -587,7 +588,7 @@ fn verification_config_is_valid_and_names_this_project() {
         .as_ref()
         .and_then(|d| d.get("verification-config"))
         .expect("key verification-config");
-    let raw: Value = serde_yaml::from_str(text).unwrap();
+    let raw: Value = serde_yaml_ng::from_str(text).unwrap();
     let config: VerificationConfig = typed("verification-config", &raw);
     assert_eq!(config.api_version, "v1");
     let source = m.metadata["annotations"]["io.kubewarden.policy.source"]
@@ -663,12 +664,12 @@ fn every_settings_document_passes_validate_settings() {
     ));
     documents.push(("verify-policy.yaml".into(), m.verify.settings.0.clone()));
     for (name, doc) in &documents {
-        let settings = Settings::from_value(doc).unwrap();
+        let settings = PolicySettings::from_value(doc).unwrap();
         let answer = instance.validate_settings(&settings);
         assert!(answer.valid, "{name}: {:?}", answer.message);
     }
     // and the module does check: a typo in the policy block is refused
-    let typo = Settings::from_value(&json!({"policy": {"trustAnchor": "configMap"}})).unwrap();
+    let typo = PolicySettings::from_value(&json!({"policy": {"trustAnchor": "configMap"}})).unwrap();
     assert!(!instance.validate_settings(&typo).valid);
 }
 
@@ -721,10 +722,10 @@ fn inject_with(
     policy: &Policy,
     settings: &Value,
     manifest: &str,
-) -> Result<injector_host::inject::InjectOutput, InjectError> {
+) -> Result<injector_host::linkerd::inject::InjectOutput, InjectError> {
     Injector::new(
         policy,
-        Settings::from_value(settings).unwrap(),
+        PolicySettings::from_value(settings).unwrap(),
         InjectOptions::default(),
         cluster(),
         None,
@@ -739,8 +740,8 @@ fn settings_examples_inject_and_the_hardened_profile_restricts() {
     for name in ["defaults", "ha", "cni", "hardened"] {
         let settings = yaml(&deploy(&format!("settings/{name}.yaml")));
         let out = inject_with(&policy, &settings, pod).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(out.report.entries[0].verdict, Verdict::Injected, "{name}");
-        let doc: Value = serde_yaml::from_str(&out.yaml).unwrap();
+        assert_eq!(out.report.entries[0].injection, Injection::Injected, "{name}");
+        let doc: Value = serde_yaml_ng::from_str(&out.yaml).unwrap();
         let inits: Vec<&str> = doc["spec"]["initContainers"]
             .as_array()
             .unwrap()
@@ -776,7 +777,7 @@ fn settings_examples_inject_and_the_hardened_profile_restricts() {
     let trusted = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels: {linkerd-injector-policy.io/trusted-overrides: \"true\"}\n---\n\
         apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: shop\n  annotations: {config.linkerd.io/proxy-version: edge-26.9.1}\nspec:\n  containers: [{name: web, image: example.com/web:1}]\n";
     let out = inject_with(&policy, &hardened, trusted).unwrap();
-    assert_eq!(out.report.entries[1].verdict, Verdict::Injected);
+    assert_eq!(out.report.entries[1].injection, Injection::Injected);
 }
 
 #[test]

@@ -9,10 +9,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::callback::HostContext;
-use injector_host::engine::Policy;
-use injector_host::request::AdmissionRequest;
-use injector_host::rollout::{Rng, pod_create_request};
+use injector_host::linkerd::rollout::{Rng, pod_create_request};
+use injector_host::protocol::request::AdmissionRequest;
+use injector_host::runtime::callback::HostContext;
+use injector_host::runtime::engine::Policy;
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {
@@ -24,7 +24,7 @@ fn read(path: &str) -> String {
 }
 
 fn yaml(path: &str) -> Value {
-    serde_yaml::from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    serde_yaml_ng::from_str(&read(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// The text of the markdown section that starts with `heading` (up to the next heading of the
@@ -245,7 +245,7 @@ fn emitted_audit_annotations() -> Vec<BTreeMap<String, String>> {
     let mutate = json!({});
     let verify = json!({"policy": {"mode": "verify"}});
 
-    let unmeshed = pod_create_request(&rs, &mut Rng::new(7));
+    let unmeshed = pod_create_request(&rs, &mut Rng::new(7)).expect("a pod of the ReplicaSet");
     let mut plain = unmeshed.clone();
     plain.namespace = Some("plain".into());
     plain.object.as_mut().unwrap()["metadata"]["namespace"] = json!("plain");

@@ -10,8 +10,9 @@ mod policy_support;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use injector_host::lookup::{ClusterLookup, GetResourceRequest, LookupSource, Lookups};
-use injector_host::replay::CallbackRequestType;
+use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use injector_host::hostcalls::payload::GetResourceRequest;
+use injector_host::hostcalls::replay::CallbackRequestType;
 use injector_host::{AdmissionRequest, AdmissionResponse, ClusterState, FaultPlan};
 use policy_support::*;
 use serde_json::{Value, json};
@@ -143,7 +144,7 @@ fn context_and_replay_runs_give_the_same_injecting_response() {
 #[test]
 fn session_matches_the_context_file() {
     let text = std::fs::read_to_string(example("session.yml")).unwrap();
-    let raw: Vec<Value> = serde_yaml::from_str(&text).expect("session is a YAML list");
+    let raw: Vec<Value> = serde_yaml_ng::from_str(&text).expect("session is a YAML list");
     let state = ClusterState::from_file(&example("context.yaml")).expect("context.yaml");
     let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new())));
     let mut asked = Vec::new();
@@ -151,7 +152,7 @@ fn session_matches_the_context_file() {
         assert_eq!(exchange["type"], json!("Exchange"), "#{i}");
         assert_eq!(exchange["response"]["type"], json!("Success"), "#{i}");
         let request: CallbackRequestType =
-            serde_yaml::from_str(exchange["request"].as_str().expect("request is a string"))
+            serde_yaml_ng::from_str(exchange["request"].as_str().expect("request is a string"))
                 .unwrap_or_else(|e| panic!("#{i}: {e}"));
         let CallbackRequestType::KubernetesGetResource {
             api_version,
@@ -192,17 +193,17 @@ fn session_matches_the_context_file() {
     );
 
     // the replayed evaluation consumes every exchange, with nothing left over
-    let session =
-        injector_host::replay::ReplaySession::from_file(&example("session.yml")).expect("session.yml");
+    let session = injector_host::hostcalls::replay::ReplaySession::from_file(&example("session.yml"))
+        .expect("session.yml");
     let host = replay_host(session);
     let response = evaluate(&host, &request(), &example_settings());
     assert!(response.allowed);
     assert_eq!(replay_leftovers(&host), 0);
 }
 
-fn example_settings() -> injector_host::Settings {
+fn example_settings() -> injector_host::PolicySettings {
     let text = std::fs::read_to_string(example("settings.yaml")).unwrap();
-    settings(serde_yaml::from_str(&text).expect("settings.yaml"))
+    settings(serde_yaml_ng::from_str(&text).expect("settings.yaml"))
 }
 
 /// settings.yaml is valid, and so are the values it shows in comments.
@@ -221,7 +222,7 @@ fn example_settings_are_valid() {
         .filter(|l| !l.trim().is_empty())
         .collect::<Vec<_>>()
         .join("\n");
-    let value: Value = serde_yaml::from_str(&commented).expect("commented settings parse");
+    let value: Value = serde_yaml_ng::from_str(&commented).expect("commented settings parse");
     assert_eq!(value["proxy"]["logLevel"], json!("warn,linkerd=info"));
     assert_eq!(settings_verdict(&host, &settings(value)), (true, None));
 }

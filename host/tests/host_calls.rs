@@ -198,7 +198,7 @@ fn unknown_bindings_namespaces_operations_and_other_capabilities_are_refused() {
 
 #[test]
 fn the_host_capability_allow_list_gates_every_namespace_but_tracing() {
-    use injector_host::capabilities::HostCapabilities;
+    use injector_host::hostcalls::capabilities::HostCapabilities;
     use injector_host::{
         HostContext, LogSink,
         lookup::{ClusterLookup, LookupSource, Lookups},
@@ -270,7 +270,7 @@ fn tracing_log_records_are_served() {
     assert_eq!(logs.len(), 1);
     assert_eq!(logs[0]["message"], "hello from the guest");
     assert_eq!(host.log_count(), 1);
-    let line = injector_host::callback::format_log("p", &logs[0]);
+    let line = injector_host::runtime::callback::format_log("p", &logs[0]);
     assert!(line.starts_with("INFO policy=p hello from the guest"), "{line}");
     assert!(line.contains("component=test-guest"), "{line}");
 }

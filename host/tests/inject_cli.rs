@@ -41,7 +41,7 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-/// Settings with the test trust anchors inline, written to a file.
+/// The settings with the test trust anchors inline, written to a file.
 fn settings_file(name: &str, extra: Value) -> PathBuf {
     let mut settings = json!({"identityTrustAnchorsPEM": pem()});
     if let (Value::Object(a), Value::Object(b)) = (&mut settings, extra) {
@@ -77,7 +77,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn docs(yaml: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(yaml)
+    serde_yaml_ng::Deserializer::from_str(yaml)
         .map(|d| Value::deserialize(d).unwrap())
         .filter(|v| !v.is_null())
         .collect()
@@ -206,7 +206,9 @@ fn directories_json_and_namespaces() {
         container_names(template),
         ["linkerd-init", "linkerd-proxy", "report"]
     );
-    assert_eq!(template["metadata"]["labels"]["linkerd.io/workload-ns"], "batch");
+    // admitted in `-n batch`, but labelled with the manifest's own (missing) namespace, as by
+    // `linkerd inject`: `kubectl apply -n other` must not find `batch` there
+    assert_eq!(template["metadata"]["labels"]["linkerd.io/workload-ns"], "");
     assert_eq!(
         container_names(&docs[2]),
         ["linkerd-init", "linkerd-proxy", "app"]
@@ -302,13 +304,14 @@ fn cluster_state_and_trust_anchors() {
     let out = inject(&["--settings-path", path(&no_pem), "-"], Some(pod));
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
-    assert!(
-        text(&out.stderr).contains(
-            "no trust anchors for manual injection: set identityTrustAnchorsPEM in the settings, or pass \
-             --context with ConfigMap linkerd/linkerd-identity-trust-roots (key ca-bundle.crt)"
-        ),
-        "{}",
-        text(&out.stderr)
+    // the module's own reason, and the object it looked for
+    assert_eq!(
+        text(&out.stderr),
+        "Error: <stdin>: pod/p: rejected by the policy: could not read the trust anchors from ConfigMap \
+         linkerd/linkerd-identity-trust-roots: ConfigMap linkerd/linkerd-identity-trust-roots not found \
+         (usually transient; the API server will retry)\n  the policy looked up v1/ConfigMap \
+         linkerd/linkerd-identity-trust-roots, which is not in the cluster state: manual injection reads \
+         no cluster, pass it with --context\n"
     );
     // The context's ConfigMap and Namespace are used.
     let context = tmp("context.yaml");
@@ -442,5 +445,43 @@ fn settings_from_the_deployed_policy_manifest() {
         Some(1),
         "the manifest's settings read the ConfigMap"
     );
-    assert!(text(&out.stderr).contains("no trust anchors"));
+    assert!(text(&out.stderr).contains(
+        "the policy looked up v1/ConfigMap linkerd/linkerd-identity-trust-roots, which is not in the cluster state"
+    ));
+}
+
+/// `linkerd.io/workload-ns` is the manifest's own namespace, as `linkerd inject` writes it
+/// (its goldens `inject_gettest_deployment.good` and `..._automountServiceAccountToken_false`):
+/// empty when the manifest names none, whatever namespace the object is admitted in.
+#[rstest::rstest]
+#[case::no_namespace("metadata: {name: web}", &[], "")]
+#[case::no_namespace_admitted_in_other("metadata: {name: web}", &["-n", "other"], "")]
+#[case::own_namespace("metadata: {name: web, namespace: shop}", &[], "shop")]
+#[case::own_namespace_wins_over_n("metadata: {name: web, namespace: shop}", &["-n", "other"], "shop")]
+fn workload_namespace_label_is_the_manifests(
+    #[case] metadata: &str,
+    #[case] flags: &[&str],
+    #[case] label: &str,
+) {
+    let name = format!("workload-ns-{label}{}.json", flags.join(""));
+    let settings = settings_file(&name, json!({}));
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\n{metadata}\nspec:\n  selector: {{matchLabels: {{app: web}}}}\n  \
+         template:\n    metadata: {{labels: {{app: web}}}}\n    spec:\n      containers: [{{name: web, image: nginx}}]\n"
+    );
+    let args = [&["--settings-path", path(&settings)], flags, &["-"]].concat();
+    let out = inject(&args, Some(&deployment));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let docs = docs(&text(&out.stdout));
+    let labels = &docs[0]["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(
+        container_names(&docs[0]["spec"]["template"]),
+        ["linkerd-init", "linkerd-proxy", "web"]
+    );
+    assert_eq!(labels["linkerd.io/workload-ns"], json!(label), "{labels}");
+    assert_eq!(
+        docs[0]["metadata"].get("namespace").is_some(),
+        !label.is_empty(),
+        "the manifest keeps its namespace, or its lack of one"
+    );
 }

@@ -6,10 +6,10 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::callback::HostContext;
-use injector_host::engine::{Engine, EngineConfig, EngineError, Policy};
-use injector_host::memory::{WASM_PAGE, peak_linear_memory};
-use injector_host::rollout::{Outcome, Rng, classify, pod_create_request};
+use injector_host::linkerd::rollout::{PodAdmission, Rng, classify, pod_create_request};
+use injector_host::runtime::callback::HostContext;
+use injector_host::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
+use injector_host::runtime::memory::{WASM_PAGE, peak_linear_memory};
 use injector_host::{AdmissionRequest, AdmissionResponse};
 use serde_json::{Value, json};
 
@@ -19,7 +19,7 @@ const MIB: usize = 1024 * 1024;
 fn world(bytes: usize) -> (Arc<HostContext>, AdmissionRequest) {
     let host = policy_host();
     let rs = add_nginx_replica_set(&host);
-    let mut req = pod_create_request(&rs, &mut Rng::new(7));
+    let mut req = pod_create_request(&rs, &mut Rng::new(7)).expect("a pod of the ReplicaSet");
     let object = req.object.as_mut().expect("object");
     // each entry serialises to 60 bytes with its comma
     let env: Vec<Value> = (0..bytes / 60)
@@ -46,7 +46,7 @@ fn object_len(req: &AdmissionRequest) -> usize {
 }
 
 fn injected(req: &AdmissionRequest, resp: &AdmissionResponse) -> bool {
-    classify(req.object.as_ref().unwrap(), resp) == Outcome::Injected
+    classify(req.object.as_ref().unwrap(), resp) == PodAdmission::Injected
 }
 
 #[test]

@@ -14,11 +14,11 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use injector_host::callback::HostContext;
-use injector_host::fault::FaultPlan;
-use injector_host::lookup::ResourceStats;
-use injector_host::replay::ReplaySession;
-use injector_host::response::AdmissionResponseStatus;
+use injector_host::hostcalls::fault::FaultPlan;
+use injector_host::hostcalls::lookup::ResourceStats;
+use injector_host::hostcalls::replay::ReplaySession;
+use injector_host::protocol::response::AdmissionResponseStatus;
+use injector_host::runtime::callback::HostContext;
 use injector_host::{AdmissionResponse, ClusterState};
 use policy_support::*;
 use serde_json::{Value, json};

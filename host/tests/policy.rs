@@ -3,11 +3,11 @@
 mod common;
 
 use common::*;
-use injector_host::engine::{Engine, EngineConfig};
-use injector_host::metadata::PolicyMetadata;
-use injector_host::rollout::{
-    Outcome, Rng, RolloutOptions, Workload, classify, pod_create_request, run_rollout,
+use injector_host::linkerd::rollout::{
+    PodAdmission, Rng, RolloutOptions, Workload, classify, pod_create_request, run_rollout,
 };
+use injector_host::protocol::metadata::PolicyMetadata;
+use injector_host::runtime::engine::{Engine, EngineConfig};
 use serde_json::json;
 
 #[test]
@@ -35,11 +35,11 @@ fn injects_a_replica_set_pod_in_an_injected_namespace() {
     assert_eq!(inst.protocol_version().unwrap(), "v1");
     let v = inst.validate_settings(&settings(json!({})));
     assert!(v.valid, "default settings must be valid: {v:?}");
-    let req = pod_create_request(&rs, &mut Rng::new(7));
+    let req = pod_create_request(&rs, &mut Rng::new(7)).expect("a pod of the ReplicaSet");
     let resp = inst.validate(&req, &settings(json!({}))).unwrap();
     assert_eq!(
         classify(req.object.as_ref().unwrap(), &resp),
-        Outcome::Injected,
+        PodAdmission::Injected,
         "{}",
         serde_json::to_string(&resp).unwrap()
     );

@@ -90,7 +90,7 @@ impl Registry {
 fn annotated_module() -> Vec<u8> {
     let module = std::fs::read(policy_wasm_path()).unwrap();
     let metadata = std::fs::read_to_string(policy_yaml_path()).unwrap();
-    injector_host::annotate::annotate(&module, &metadata, Some("usage text\nover two lines"))
+    injector_host::commands::annotate::annotate(&module, &metadata, Some("usage text\nover two lines"))
         .expect("annotate policy.wasm")
         .module
 }

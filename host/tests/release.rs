@@ -22,7 +22,7 @@ fn read(path: &str) -> String {
 }
 
 fn yaml_text(text: &str, what: &str) -> Value {
-    serde_yaml::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"))
+    serde_yaml_ng::from_str(text).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
 fn workflow() -> Value {

@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::lookup::{LookupSource, Lookups};
-use injector_host::replay::ReplaySession;
+use injector_host::hostcalls::lookup::{LookupSource, Lookups};
+use injector_host::hostcalls::replay::ReplaySession;
+use injector_host::runtime::callback::{HostContext, LogSink};
 use serde_json::json;
 
 fn replay_host(allow: &[(&str, &str)]) -> Arc<HostContext> {

@@ -5,11 +5,11 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::context::ClusterState;
-use injector_host::fault::FaultPlan;
-use injector_host::lookup::{ClusterLookup, LookupSource, Lookups};
-use injector_host::rollout::{RolloutOptions, Workload, run_rollout};
+use injector_host::hostcalls::cluster::ClusterState;
+use injector_host::hostcalls::fault::FaultPlan;
+use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use injector_host::linkerd::rollout::{RolloutOptions, Workload, run_rollout};
+use injector_host::runtime::callback::{HostContext, LogSink};
 use serde_json::json;
 
 fn rollout_host() -> Arc<HostContext> {
@@ -42,7 +42,9 @@ fn counts_injected_and_shares_the_lookup_cache() {
     let host = rollout_host();
     let proxied = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "linkerd-proxy"}, {"name": "nginx"}]}});
     let s = json!({
-        "response": {"accepted": true, "mutated_object": proxied},
+        // a pod counts as injected when the module says so (its `injection` audit annotation)
+        "response": {"accepted": true, "mutated_object": proxied,
+            "audit_annotations": {"injection": "injected"}},
         "host_calls": [get_resource("v1", "Namespace", "rollout", None, false)]
     });
     let report = run_rollout(&policy, &host, &Workload::default_nginx(60), &opts(60, 3, s)).unwrap();

@@ -35,7 +35,7 @@ pub fn changes(before: &Value, after: &Value) -> Vec<Change> {
 fn render(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
-        other => serde_yaml::to_string(other).unwrap_or_default(),
+        other => serde_yaml_ng::to_string(other).unwrap_or_default(),
     }
 }
 

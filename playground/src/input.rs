@@ -33,7 +33,7 @@ impl InputError {
         self
     }
 
-    fn yaml(input: Input, e: &serde_yaml::Error) -> Self {
+    fn yaml(input: Input, e: &serde_yaml_ng::Error) -> Self {
         let mut message = e.to_string();
         let (line, column) = match e.location() {
             Some(l) => {
@@ -77,7 +77,7 @@ fn documents(input: Input, text: &str) -> Result<Vec<Value>, InputError> {
         return Ok(vec![value]);
     }
     let mut out = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
+    for doc in serde_yaml_ng::Deserializer::from_str(text) {
         let value = Value::deserialize(doc).map_err(|e| InputError::yaml(input, &e))?;
         if !value.is_null() {
             out.push(value);
@@ -220,8 +220,8 @@ pub fn namespace(text: &str) -> Result<NamespaceInput, InputError> {
         .at(Some(1)));
     }
     // Typed decoding again, from the text, so a value of the wrong type gets its line.
-    let single = |e: serde_yaml::Error| InputError::yaml(Input::Namespace, &e);
-    let first = || serde_yaml::Deserializer::from_str(text).next();
+    let single = |e: serde_yaml_ng::Error| InputError::yaml(Input::Namespace, &e);
+    let first = || serde_yaml_ng::Deserializer::from_str(text).next();
     let is_object = doc.get("kind").is_some() || doc.get("metadata").is_some();
     if is_object {
         let typed = match first() {

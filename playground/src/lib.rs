@@ -299,7 +299,7 @@ fn message_line(text: &str, message: &str) -> Option<usize> {
 }
 
 fn to_yaml(value: &Value) -> String {
-    serde_yaml::to_string(value).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
+    serde_yaml_ng::to_string(value).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {

@@ -33,7 +33,7 @@ fn fixtures(prefix: &str) -> Vec<String> {
 }
 
 fn yaml(text: &str) -> Value {
-    serde_yaml::from_str(text).expect("valid YAML")
+    serde_yaml_ng::from_str(text).expect("valid YAML")
 }
 
 /// The settings texts the comparison runs under.
@@ -297,7 +297,7 @@ fn replicaset_pod_is_named_by_its_template_hash() {
     );
 
     // `lookup` (Linkerd's way) asks for the ReplicaSet, which is not here: the fallback, noted
-    let mut settings: Value = serde_yaml::from_str(example.settings).unwrap();
+    let mut settings: Value = serde_yaml_ng::from_str(example.settings).unwrap();
     settings["policy"]["ownerResolution"] = json!("lookup");
     let out = preview(example.manifest, example.namespace, &settings.to_string());
     let pod = &out.objects[0];
@@ -345,7 +345,7 @@ fn lists_and_documents_keep_their_shape() {
     let out = preview(&docs, "", "identityTrustAnchorsPEM: x\n");
     assert!(out.errors.is_empty(), "{:?}", out.errors);
     assert_eq!(out.objects.len(), 2);
-    let rendered: Vec<Value> = serde_yaml::Deserializer::from_str(&out.injected_yaml)
+    let rendered: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&out.injected_yaml)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .collect();
     assert_eq!(rendered.len(), 2);

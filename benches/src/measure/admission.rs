@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use injector_host::rollout::{LatencySummary, Outcome as PodOutcome, classify};
+use injector_host::rollout::{LatencySummary, PodAdmission as PodOutcome, classify};
 use injector_host::{AdmissionResponse, HostContext, Policy, Settings};
 
 use crate::stats::iterations;

@@ -7,14 +7,14 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::context::ClusterState;
-use injector_host::engine::{Engine, EngineConfig, Policy};
-use injector_host::fault::FaultPlan;
-use injector_host::lookup::{ClusterLookup, LookupSource, Lookups};
-use injector_host::metadata::ContextAwareResource;
-use injector_host::request::{AdmissionRequest, Settings};
-use injector_host::response::AdmissionResponse;
+use injector_host::hostcalls::cluster::ClusterState;
+use injector_host::hostcalls::fault::FaultPlan;
+use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use injector_host::protocol::metadata::ContextAwareResource;
+use injector_host::protocol::request::{AdmissionRequest, PolicySettings};
+use injector_host::protocol::response::AdmissionResponse;
+use injector_host::runtime::callback::{HostContext, LogSink};
+use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
 use serde_json::{Value, json};
 
 pub fn manifest_dir() -> PathBuf {
@@ -139,8 +139,8 @@ pub fn pod_request(object: Value) -> AdmissionRequest {
     .expect("request")
 }
 
-pub fn settings(v: Value) -> Settings {
-    Settings::from_value(&v).expect("settings")
+pub fn settings(v: Value) -> PolicySettings {
+    PolicySettings::from_value(&v).expect("settings")
 }
 
 /// Runs the test guest once with these settings.
@@ -216,9 +216,10 @@ status: {allowed: true, reason: "RBAC: allowed by RoleBinding"}
 /// A host for the real policy: its declared context-aware resources, Linkerd's control plane
 /// (namespace and trust-root ConfigMap) in the cluster state, guest logs dropped.
 pub fn policy_host() -> Arc<HostContext> {
-    let md = injector_host::metadata::PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml");
+    let md = injector_host::protocol::metadata::PolicyMetadata::from_file(&policy_yaml_path())
+        .expect("policy.yaml");
     let mut state = ClusterState::new();
-    for o in injector_host::rollout::default_control_plane() {
+    for o in injector_host::linkerd::rollout::default_control_plane() {
         state.insert(o).unwrap();
     }
     let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new())));
@@ -233,11 +234,12 @@ pub fn policy_host() -> Arc<HostContext> {
 /// Adds the rollout's nginx Deployment, its injected namespace and one ReplicaSet to `host`'s
 /// cluster state and returns the ReplicaSet (the owner of the pods to admit).
 pub fn add_nginx_replica_set(host: &HostContext) -> Value {
-    let workload = injector_host::rollout::Workload::default_nginx(1);
+    let workload = injector_host::linkerd::rollout::Workload::default_nginx(1);
     let mut deployment = workload.deployment.clone();
     deployment["metadata"]["uid"] = json!("0d5f8a52-0000-4000-8000-000000000001");
     let (rs, _) =
-        injector_host::rollout::replica_set_for(&deployment, "0d5f8a52-0000-4000-8000-000000000002").unwrap();
+        injector_host::linkerd::rollout::replica_set_for(&deployment, "0d5f8a52-0000-4000-8000-000000000002")
+            .unwrap();
     for o in [workload.namespace, deployment, rs.clone()] {
         host.lookups().insert_object(o).unwrap();
     }

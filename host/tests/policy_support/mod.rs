@@ -11,15 +11,15 @@ use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use injector_host::callback::{HostContext, LogSink};
-use injector_host::context::ClusterState;
-use injector_host::engine::{Engine, EngineConfig, Policy};
-use injector_host::fault::{FaultPlan, FaultRule};
-use injector_host::lookup::{ClusterLookup, LookupSource, Lookups};
-use injector_host::metadata::PolicyMetadata;
-use injector_host::replay::ReplaySession;
-use injector_host::request::{AdmissionRequest, Settings};
-use injector_host::response::{AdmissionResponse, PatchType};
+use injector_host::hostcalls::cluster::ClusterState;
+use injector_host::hostcalls::fault::{FaultPlan, FaultRule};
+use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use injector_host::hostcalls::replay::ReplaySession;
+use injector_host::protocol::metadata::PolicyMetadata;
+use injector_host::protocol::request::{AdmissionRequest, PolicySettings};
+use injector_host::protocol::response::{AdmissionResponse, PatchType};
+use injector_host::runtime::callback::{HostContext, LogSink};
+use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
 use serde_json::{Value, json};
 
 use crate::common::{policy_wasm_path, policy_yaml_path};
@@ -105,12 +105,12 @@ pub fn cluster(text: &str) -> ClusterState {
     state
 }
 
-pub fn settings(v: Value) -> Settings {
-    Settings::from_value(&v).expect("settings are an object")
+pub fn settings(v: Value) -> PolicySettings {
+    PolicySettings::from_value(&v).expect("settings are an object")
 }
 
 /// `validate_settings` in a fresh instance, as policy-server does when it loads a policy.
-pub fn settings_verdict(host: &Arc<HostContext>, s: &Settings) -> (bool, Option<String>) {
+pub fn settings_verdict(host: &Arc<HostContext>, s: &PolicySettings) -> (bool, Option<String>) {
     let mut instance = policy().instantiate(host).expect("instance");
     assert_eq!(instance.protocol_version().expect("protocol_version"), "v1");
     let v = instance.validate_settings(s);
@@ -118,7 +118,11 @@ pub fn settings_verdict(host: &Arc<HostContext>, s: &Settings) -> (bool, Option<
 }
 
 /// Validates the settings (they must be valid), then evaluates `request` in a fresh instance.
-pub fn evaluate(host: &Arc<HostContext>, request: &AdmissionRequest, s: &Settings) -> AdmissionResponse {
+pub fn evaluate(
+    host: &Arc<HostContext>,
+    request: &AdmissionRequest,
+    s: &PolicySettings,
+) -> AdmissionResponse {
     let (valid, message) = settings_verdict(host, s);
     assert!(valid, "settings rejected: {message:?}");
     policy()

@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use crate::callback::HostContext;
-use crate::engine::{EngineError, Policy};
-use crate::request::{AdmissionRequest, Settings};
+use crate::protocol::request::{AdmissionRequest, PolicySettings};
+use crate::runtime::callback::HostContext;
+use crate::runtime::engine::{EngineError, Policy};
 
 /// The size of a wasm page.
 pub const WASM_PAGE: usize = 64 * 1024;
@@ -23,7 +23,7 @@ pub fn peak_linear_memory(
     policy: &Policy,
     host: &Arc<HostContext>,
     request: &AdmissionRequest,
-    settings: &Settings,
+    settings: &PolicySettings,
 ) -> Result<usize, EngineError> {
     let reference = policy.with_max_memory(None)?.evaluate(host, request, settings)?;
     let fits = |pages: usize| -> Result<bool, EngineError> {

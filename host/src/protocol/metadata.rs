@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::protocol::sections::{SectionError, custom_section};
+
 /// Name of the custom section holding the metadata of an annotated module.
 pub const METADATA_SECTION: &str = "io.kubewarden.metadata";
 
@@ -23,12 +25,12 @@ pub enum MetadataError {
     Parse {
         path: PathBuf,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     #[error("cannot parse the `{METADATA_SECTION}` custom section of the module: {0}")]
     Section(#[source] serde_json::Error),
-    #[error("malformed WebAssembly module: {0}")]
-    Wasm(&'static str),
+    #[error(transparent)]
+    Wasm(#[from] SectionError),
 }
 
 /// One `{apiVersion, kind}` pair a policy may look up.
@@ -74,7 +76,7 @@ impl PolicyMetadata {
             path: path.to_owned(),
             source,
         })?;
-        serde_yaml::from_str(&text).map_err(|source| MetadataError::Parse {
+        serde_yaml_ng::from_str(&text).map_err(|source| MetadataError::Parse {
             path: path.to_owned(),
             source,
         })
@@ -89,53 +91,6 @@ impl PolicyMetadata {
                 .map_err(MetadataError::Section),
         }
     }
-}
-
-/// Finds a custom section by name in a binary WebAssembly module. A text (WAT) module has none.
-pub fn custom_section<'a>(bytes: &'a [u8], name: &str) -> Result<Option<&'a [u8]>, MetadataError> {
-    if !bytes.starts_with(b"\0asm") {
-        return Ok(None);
-    }
-    let mut pos = 8;
-    while pos < bytes.len() {
-        let id = bytes[pos];
-        pos += 1;
-        let size = read_leb_u32(bytes, &mut pos)? as usize;
-        let end = pos
-            .checked_add(size)
-            .filter(|e| *e <= bytes.len())
-            .ok_or(MetadataError::Wasm("section runs past the end"))?;
-        if id == 0 {
-            let mut p = pos;
-            let len = read_leb_u32(bytes, &mut p)? as usize;
-            let name_end = p
-                .checked_add(len)
-                .filter(|e| *e <= end)
-                .ok_or(MetadataError::Wasm("custom section name runs past the section"))?;
-            if &bytes[p..name_end] == name.as_bytes() {
-                return Ok(Some(&bytes[name_end..end]));
-            }
-        }
-        pos = end;
-    }
-    Ok(None)
-}
-
-fn read_leb_u32(bytes: &[u8], pos: &mut usize) -> Result<u32, MetadataError> {
-    let mut result: u32 = 0;
-    for shift in (0..35).step_by(7) {
-        let byte = *bytes
-            .get(*pos)
-            .ok_or(MetadataError::Wasm("truncated LEB128 number"))?;
-        *pos += 1;
-        result |= u32::from(byte & 0x7f)
-            .checked_shl(shift)
-            .ok_or(MetadataError::Wasm("LEB128 overflow"))?;
-        if byte & 0x80 == 0 {
-            return Ok(result);
-        }
-    }
-    Err(MetadataError::Wasm("LEB128 number too long"))
 }
 
 #[cfg(test)]
@@ -172,6 +127,9 @@ mod tests {
         assert!(PolicyMetadata::from_module(&module_with_section(METADATA_SECTION, b"{")).is_err());
         let mut truncated = module_with_section("other", b"xyz");
         truncated.truncate(truncated.len() - 1);
-        assert!(custom_section(&truncated, "other").is_err());
+        assert!(matches!(
+            PolicyMetadata::from_module(&truncated),
+            Err(MetadataError::Wasm(SectionError::Malformed(_)))
+        ));
     }
 }

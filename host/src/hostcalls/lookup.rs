@@ -15,69 +15,15 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::cache::{DEFAULT_TTL, Origin, TtlCache};
-use crate::context::{ClusterState, LookupError};
-use crate::fault::{FaultPlan, Verdict};
-use crate::field_mask;
-use crate::replay::{CallbackRequestType, Exchange, ReplayResponse, ReplaySession};
-
-/// `kubernetes/get_resource` payload (SDK `GetResourceRequest`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GetResourceRequest {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub namespace: Option<String>,
-    pub disable_cache: bool,
-    pub field_masks: Option<BTreeSet<String>>,
-}
-
-/// `kubernetes/list_resources_by_namespace` payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListResourcesByNamespaceRequest {
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: String,
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
-    pub field_masks: Option<BTreeSet<String>>,
-}
-
-/// `kubernetes/list_resources_all` payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListAllResourcesRequest {
-    pub api_version: String,
-    pub kind: String,
-    pub label_selector: Option<String>,
-    pub field_selector: Option<String>,
-    pub field_masks: Option<BTreeSet<String>>,
-}
-
-/// `kubernetes/can_i` payload.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CanIRequest {
-    pub subject_access_review: SubjectAccessReview,
-    pub disable_cache: bool,
-}
-
-/// The SDK's `SubjectAccessReview` (not the Kubernetes object).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct SubjectAccessReview {
-    pub groups: Option<Vec<String>>,
-    pub resource_attributes: ResourceAttributes,
-    pub user: String,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ResourceAttributes {
-    pub group: Option<String>,
-    pub name: Option<String>,
-    pub namespace: Option<String>,
-    pub resource: String,
-    pub subresource: Option<String>,
-    pub verb: String,
-    pub version: Option<String>,
-}
+use crate::hostcalls::cache::{DEFAULT_TTL, Origin, TtlCache};
+use crate::hostcalls::cluster::{ClusterLookupError, ClusterState};
+use crate::hostcalls::fault::{FaultAction, FaultPlan};
+use crate::hostcalls::field_mask;
+use crate::hostcalls::payload::{
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
+    SubjectAccessReview,
+};
+use crate::hostcalls::replay::{CallbackRequestType, Exchange, ReplayResponse, ReplaySession};
 
 /// Counters for one `apiVersion/kind`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,23 +116,25 @@ impl ClusterLookup {
         self.state.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn fetch_object(&self, r: &GetResourceRequest) -> Result<Arc<CachedObject>, LookupError> {
+    fn fetch_object(&self, r: &GetResourceRequest) -> Result<Arc<CachedObject>, ClusterLookupError> {
         let ns = r.namespace.as_deref();
         let verdict = self.faults.apply(&r.kind, ns, Some(&r.name));
         let state = self.state();
         match verdict {
-            Verdict::Proceed => state
+            FaultAction::Proceed => state
                 .get(&r.api_version, &r.kind, &r.name, ns)
                 .map(|v| Arc::new(CachedObject::new(v.clone()))),
-            Verdict::Error(m) => Err(LookupError::Injected(m)),
-            Verdict::NotFound => Err(state.not_found(&r.api_version, &r.kind, &r.name, ns)),
-            Verdict::Malformed => {
+            FaultAction::Error(m) => Err(ClusterLookupError::Injected(m)),
+            FaultAction::NotFound => Err(state.not_found(&r.api_version, &r.kind, &r.name, ns)),
+            FaultAction::Malformed => {
                 let full = state
                     .get(&r.api_version, &r.kind, &r.name, ns)
                     .ok()
                     .and_then(|v| serde_json::to_vec(v).ok())
                     .unwrap_or_else(|| br#"{"apiVersion":"#.to_vec());
-                Err(LookupError::Malformed(full[..full.len().div_ceil(2)].to_vec()))
+                Err(ClusterLookupError::Malformed(
+                    full[..full.len().div_ceil(2)].to_vec(),
+                ))
             }
         }
     }
@@ -199,17 +147,17 @@ impl ClusterLookup {
         label_selector: Option<&str>,
         field_selector: Option<&str>,
         field_masks: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<u8>, LookupError> {
+    ) -> Result<Vec<u8>, ClusterLookupError> {
         match self.faults.apply(kind, namespace, None) {
-            Verdict::Proceed => {}
-            Verdict::Error(m) => return Err(LookupError::Injected(m)),
-            Verdict::NotFound => {
-                return Err(LookupError::UnknownResource {
+            FaultAction::Proceed => {}
+            FaultAction::Error(m) => return Err(ClusterLookupError::Injected(m)),
+            FaultAction::NotFound => {
+                return Err(ClusterLookupError::UnknownResource {
                     api_version: api_version.into(),
                     kind: kind.into(),
                 });
             }
-            Verdict::Malformed => return Err(LookupError::Malformed(br#"{"items":[{"#.to_vec())),
+            FaultAction::Malformed => return Err(ClusterLookupError::Malformed(br#"{"items":[{"#.to_vec())),
         }
         let state = self.state();
         let items: Vec<Value> = state
@@ -230,24 +178,24 @@ impl ClusterLookup {
             .collect();
         let list =
             json!({"apiVersion": api_version, "kind": format!("{kind}List"), "metadata": {}, "items": items});
-        serde_json::to_vec(&list).map_err(|e| LookupError::Injected(e.to_string()))
+        serde_json::to_vec(&list).map_err(|e| ClusterLookupError::Injected(e.to_string()))
     }
 
-    fn fetch_access_review(&self, sar: &SubjectAccessReview) -> Result<Arc<Value>, LookupError> {
+    fn fetch_access_review(&self, sar: &SubjectAccessReview) -> Result<Arc<Value>, ClusterLookupError> {
         match self.faults.apply(
             "SubjectAccessReview",
             sar.resource_attributes.namespace.as_deref(),
             None,
         ) {
-            Verdict::Proceed => {}
-            Verdict::Error(m) => return Err(LookupError::Injected(m)),
-            Verdict::NotFound => {
-                return Err(LookupError::UnknownResource {
+            FaultAction::Proceed => {}
+            FaultAction::Error(m) => return Err(ClusterLookupError::Injected(m)),
+            FaultAction::NotFound => {
+                return Err(ClusterLookupError::UnknownResource {
                     api_version: "authorization.k8s.io/v1".into(),
                     kind: "SubjectAccessReview".into(),
                 });
             }
-            Verdict::Malformed => return Err(LookupError::Malformed(br#"{"allowed":"#.to_vec())),
+            FaultAction::Malformed => return Err(ClusterLookupError::Malformed(br#"{"allowed":"#.to_vec())),
         }
         let state = self.state();
         let status = state
@@ -416,11 +364,11 @@ impl Lookups {
                 } else {
                     c.objects.get_or_fetch(&key, || c.fetch_object(r))
                 };
-                let failed = matches!(&result, Err(e) if !matches!(e, LookupError::Malformed(_)));
+                let failed = matches!(&result, Err(e) if !matches!(e, ClusterLookupError::Malformed(_)));
                 self.record(resource, origin, failed);
                 match result {
                     Ok(entry) => entry.answer(r.field_masks.as_ref()),
-                    Err(LookupError::Malformed(bytes)) => Ok(bytes),
+                    Err(ClusterLookupError::Malformed(bytes)) => Ok(bytes),
                     Err(e) => Err(e.to_string()),
                 }
             }
@@ -492,7 +440,7 @@ impl Lookups {
                     c.access_reviews
                         .get_or_fetch(&format!("{sar:?}"), || c.fetch_access_review(sar))
                 };
-                let failed = matches!(&result, Err(e) if !matches!(e, LookupError::Malformed(_)));
+                let failed = matches!(&result, Err(e) if !matches!(e, ClusterLookupError::Malformed(_)));
                 self.record(resource, origin, failed);
                 match result {
                     Ok(v) => serde_json::to_vec(&*v).map_err(|e| e.to_string()),
@@ -503,9 +451,9 @@ impl Lookups {
     }
 }
 
-fn malformed_is_an_answer(e: LookupError) -> Result<Vec<u8>, String> {
+fn malformed_is_an_answer(e: ClusterLookupError) -> Result<Vec<u8>, String> {
     match e {
-        LookupError::Malformed(bytes) => Ok(bytes),
+        ClusterLookupError::Malformed(bytes) => Ok(bytes),
         e => Err(e.to_string()),
     }
 }

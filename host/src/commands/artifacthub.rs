@@ -9,7 +9,7 @@
 //! `kubewarden/*` annotations (a sorted map, so `contextAwareResources` comes first), and the
 //! normalisations kwctl applies by parsing values as URLs (`url` crate), OCI references
 //! (`oci-spec`), semantic versions and RFC 5322 address lists. The YAML is written with
-//! serde_yaml 0.9, whose emitter is the one kwctl's `yaml_serde` 0.10 uses (same libyaml port,
+//! serde_yaml_ng 0.9, whose emitter is the one kwctl's `yaml_serde` 0.10 uses (same libyaml port,
 //! unlimited width), so quoting and block styles agree.
 //!
 //! Checked against a real kwctl 1.36.0-beta.1 on this repository's files (byte-identical, `-o`
@@ -27,7 +27,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::annotate::Metadata;
+use crate::commands::annotate::Metadata;
 
 /// kwctl's comment header, byte for byte (the space after `artifacthub-pkg.yml` included).
 pub const HEADER: &str = "# Kubewarden Artifacthub Package config
@@ -180,7 +180,9 @@ fn find_file(names: &[&str]) -> Option<PathBuf> {
 /// `createdAt` value (RFC 3339; see [`rfc3339_utc`]).
 pub fn generate(metadata_yaml: &str, questions: Option<&str>, created_at: &str) -> Result<String> {
     let metadata = Metadata::from_yaml(metadata_yaml).map_err(|e| match e {
-        crate::annotate::AnnotateError::Parse(source) => ArtifactHubError::Metadata(source.to_string()),
+        crate::commands::annotate::AnnotateError::Parse(source) => {
+            ArtifactHubError::Metadata(source.to_string())
+        }
         other => ArtifactHubError::Metadata(other.to_string()),
     })?;
     from_metadata(&metadata, questions, created_at)
@@ -196,7 +198,7 @@ pub fn from_metadata(metadata: &Metadata, questions: Option<&str>, created_at: &
         check_semver(v).map_err(|e| ArtifactHubError::Metadata(format!("minimumKubewardenVersion: {e}")))?;
     }
     let package = package(metadata, questions, created_at)?;
-    let yaml = serde_yaml::to_string(&package).expect("the package is plain strings, lists and maps");
+    let yaml = serde_yaml_ng::to_string(&package).expect("the package is plain strings, lists and maps");
     Ok(format!("{HEADER}\n{yaml}"))
 }
 
@@ -346,9 +348,9 @@ fn kubewarden_annotations(
     out
 }
 
-/// The rules and resources as the YAML text kwctl embeds (its own `serde_yaml::to_string`).
+/// The rules and resources as the YAML text kwctl embeds (its own `serde_yaml_ng::to_string`).
 fn yaml_text<T: Serialize>(value: &T) -> String {
-    serde_yaml::to_string(value).expect("rules and resources are strings and lists")
+    serde_yaml_ng::to_string(value).expect("rules and resources are strings and lists")
 }
 
 // === maintainers: an RFC 5322 address list ("Name <a@b>, Other <c@d>") ===

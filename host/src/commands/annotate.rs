@@ -19,10 +19,11 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::callback::{HostContext, LogSink};
-use crate::engine::{Engine, EngineConfig, EngineError};
-use crate::lookup::Lookups;
-use crate::metadata::{ContextAwareResource, METADATA_SECTION};
+use crate::hostcalls::lookup::Lookups;
+use crate::protocol::metadata::{ContextAwareResource, METADATA_SECTION};
+use crate::protocol::sections::{Section, SectionError, append_custom_section, sections};
+use crate::runtime::callback::{HostContext, LogSink};
+use crate::runtime::engine::{Engine, EngineConfig, EngineError};
 
 /// Annotation holding the usage text (`-u`).
 pub const USAGE_ANNOTATION: &str = "io.kubewarden.policy.usage";
@@ -47,11 +48,11 @@ pub const HOST_CAPABILITIES: &[(&str, &str)] = &[
 #[derive(Debug, Error)]
 pub enum AnnotateError {
     #[error("Error unmarshalling metadata {0}")]
-    Parse(#[source] serde_yaml::Error),
+    Parse(#[source] serde_yaml_ng::Error),
     #[error("Metadata is invalid: {}", .0.join("; "))]
     Invalid(Vec<String>),
     #[error("Error parsing wasm module: {0}")]
-    Wasm(String),
+    Wasm(#[from] SectionError),
     #[error("Cannot compute ProtocolVersion used by the policy: {0}")]
     ProtocolVersion(String),
     #[error(transparent)]
@@ -145,7 +146,7 @@ pub struct Metadata {
 impl Metadata {
     /// Parses metadata YAML (kwctl's `-m` file).
     pub fn from_yaml(text: &str) -> Result<Self, AnnotateError> {
-        serde_yaml::from_str(text).map_err(AnnotateError::Parse)
+        serde_yaml_ng::from_str(text).map_err(AnnotateError::Parse)
     }
 
     /// policy-evaluator's `Metadata::validate`: every problem, by field.
@@ -265,103 +266,20 @@ fn is_semver(v: &str) -> bool {
 
 // === the WebAssembly side ===
 
-struct Section<'a> {
-    id: u8,
-    /// The whole section, id and size included.
-    bytes: &'a [u8],
-    /// The payload (after the size).
-    payload: &'a [u8],
-}
-
-fn read_leb(bytes: &[u8], pos: &mut usize) -> Result<u32, AnnotateError> {
-    let mut result: u32 = 0;
-    for shift in (0..35).step_by(7) {
-        let byte = *bytes
-            .get(*pos)
-            .ok_or_else(|| AnnotateError::Wasm("truncated LEB128 number".into()))?;
-        *pos += 1;
-        result |= u32::from(byte & 0x7f)
-            .checked_shl(shift)
-            .ok_or_else(|| AnnotateError::Wasm("LEB128 overflow".into()))?;
-        if byte & 0x80 == 0 {
-            return Ok(result);
-        }
-    }
-    Err(AnnotateError::Wasm("LEB128 number too long".into()))
-}
-
-fn write_leb(mut n: u32, out: &mut Vec<u8>) {
-    loop {
-        let byte = (n & 0x7f) as u8;
-        n >>= 7;
-        if n == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
-fn sections(module: &[u8]) -> Result<Vec<Section<'_>>, AnnotateError> {
-    if module.len() < 8 || &module[..4] != b"\0asm" {
-        return Err(AnnotateError::Wasm(
-            "not a WebAssembly binary (no \\0asm magic)".into(),
-        ));
-    }
-    if module[4..8] != [1, 0, 0, 0] {
-        return Err(AnnotateError::Wasm(
-            "not a core WebAssembly module (version 1)".into(),
-        ));
-    }
-    let mut out = Vec::new();
-    let mut pos = 8;
-    while pos < module.len() {
-        let start = pos;
-        let id = module[pos];
-        pos += 1;
-        let size = read_leb(module, &mut pos)? as usize;
-        let end = pos
-            .checked_add(size)
-            .filter(|e| *e <= module.len())
-            .ok_or_else(|| AnnotateError::Wasm(format!("section {id} runs past the end of the module")))?;
-        out.push(Section {
-            id,
-            bytes: &module[start..end],
-            payload: &module[pos..end],
-        });
-        pos = end;
-    }
-    Ok(out)
-}
-
-fn custom_name<'a>(s: &Section<'a>) -> Option<&'a [u8]> {
-    if s.id != 0 {
-        return None;
-    }
-    let mut p = 0;
-    let len = read_leb(s.payload, &mut p).ok()? as usize;
-    s.payload.get(p..p.checked_add(len)?)
-}
-
 /// The module with every `io.kubewarden.metadata` section removed and `data` appended as the
-/// new one.
+/// new one; every other section is kept byte for byte.
 pub fn write_metadata_section(module: &[u8], data: &[u8]) -> Result<Vec<u8>, AnnotateError> {
     let sections = sections(module)?;
     let mut out = module[..8].to_vec();
-    for s in &sections {
-        if custom_name(s) != Some(METADATA_SECTION.as_bytes()) {
-            out.extend_from_slice(s.bytes);
-        }
+    for s in sections.iter().filter(|s| !is_metadata(s)) {
+        out.extend_from_slice(s.bytes);
     }
-    let mut payload = Vec::with_capacity(data.len() + METADATA_SECTION.len() + 5);
-    write_leb(METADATA_SECTION.len() as u32, &mut payload);
-    payload.extend_from_slice(METADATA_SECTION.as_bytes());
-    payload.extend_from_slice(data);
-    let size = u32::try_from(payload.len()).map_err(|_| AnnotateError::Wasm("metadata too large".into()))?;
-    out.push(0);
-    write_leb(size, &mut out);
-    out.extend_from_slice(&payload);
+    append_custom_section(&mut out, METADATA_SECTION, data);
     Ok(out)
+}
+
+fn is_metadata(section: &Section<'_>) -> bool {
+    section.custom.is_some_and(|(name, _)| name == METADATA_SECTION)
 }
 
 /// The host capabilities the module's data segments mention, like kwctl's `wasm_scanner`
@@ -370,11 +288,9 @@ pub fn write_metadata_section(module: &[u8], data: &[u8]) -> Result<Vec<u8>, Ann
 pub fn detect_host_capabilities(module: &[u8]) -> Result<BTreeSet<String>, AnnotateError> {
     let mut data = Vec::new();
     for payload in wasmparser::Parser::new(0).parse_all(module) {
-        if let wasmparser::Payload::DataSection(reader) =
-            payload.map_err(|e| AnnotateError::Wasm(e.to_string()))?
-        {
+        if let wasmparser::Payload::DataSection(reader) = payload.map_err(SectionError::from)? {
             for segment in reader {
-                let segment = segment.map_err(|e| AnnotateError::Wasm(e.to_string()))?;
+                let segment = segment.map_err(SectionError::from)?;
                 data.extend_from_slice(segment.data);
                 data.push(0xff);
             }
@@ -488,7 +404,7 @@ pub fn annotate(module: &[u8], metadata_yaml: &str, usage: Option<&str>) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metadata::custom_section;
+    use crate::protocol::sections::custom_section;
 
     const YAML: &str = r#"
 rules:
@@ -546,35 +462,24 @@ someUnknownKey: dropped
         assert!(is_semver("1.36.0-beta.1") && !is_semver("1.36"));
     }
 
-    fn module_with(sections: &[(u8, &[u8])]) -> Vec<u8> {
-        let mut m = b"\0asm\x01\0\0\0".to_vec();
-        for (id, payload) in sections {
-            m.push(*id);
-            write_leb(payload.len() as u32, &mut m);
-            m.extend_from_slice(payload);
+    fn module_with(customs: &[(&str, &[u8])]) -> Vec<u8> {
+        // a type section with no types, then the custom sections
+        let mut m = b"\0asm\x01\0\0\0\x01\x01\x00".to_vec();
+        for (name, data) in customs {
+            append_custom_section(&mut m, name, data);
         }
         m
     }
 
-    fn custom(name: &str, data: &[u8]) -> Vec<u8> {
-        let mut p = Vec::new();
-        write_leb(name.len() as u32, &mut p);
-        p.extend_from_slice(name.as_bytes());
-        p.extend_from_slice(data);
-        p
-    }
-
     #[test]
     fn replaces_the_metadata_section_and_keeps_the_rest() {
-        let old = custom(METADATA_SECTION, b"{\"old\":1}");
-        let other = custom("producers", b"x");
-        let module = module_with(&[(1, b"\x00"), (0, &old), (0, &other)]);
+        let module = module_with(&[(METADATA_SECTION, b"{\"old\":1}"), ("producers", b"x")]);
         let big = vec![b'a'; 300];
         let out = write_metadata_section(&module, &big).unwrap();
         assert_eq!(custom_section(&out, METADATA_SECTION).unwrap().unwrap(), &big[..]);
         assert_eq!(custom_section(&out, "producers").unwrap().unwrap(), b"x");
         assert_eq!(sections(&out).unwrap().len(), 3);
-        assert!(out.starts_with(&module_with(&[(1, b"\x00")])));
+        assert!(out.starts_with(&module_with(&[])));
         assert!(write_metadata_section(b"\0asm\x01\0\0", b"").is_err());
         assert!(write_metadata_section(b"(module)", b"").is_err());
     }

@@ -128,7 +128,7 @@ impl FaultRule {
 
 /// What a fault plan decided for one lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum FaultAction {
     Proceed,
     Error(String),
     NotFound,
@@ -162,9 +162,9 @@ impl FaultPlan {
     }
 
     /// Sleeps the configured latency, then says what this lookup should do.
-    pub fn apply(&self, kind: &str, namespace: Option<&str>, name: Option<&str>) -> Verdict {
+    pub fn apply(&self, kind: &str, namespace: Option<&str>, name: Option<&str>) -> FaultAction {
         let mut delay = self.lookup_latency;
-        let mut verdict = Verdict::Proceed;
+        let mut verdict = FaultAction::Proceed;
         for rule in self
             .rules
             .iter()
@@ -172,18 +172,18 @@ impl FaultPlan {
         {
             match &rule.fault {
                 Fault::Latency(d) => delay += *d,
-                _ if verdict != Verdict::Proceed => {}
+                _ if verdict != FaultAction::Proceed => {}
                 Fault::Error(msg) => {
-                    verdict = Verdict::Error(
+                    verdict = FaultAction::Error(
                         msg.clone()
                             .unwrap_or_else(|| default_error(kind, namespace, name)),
                     )
                 }
-                Fault::NotFound => verdict = Verdict::NotFound,
-                Fault::Malformed => verdict = Verdict::Malformed,
+                Fault::NotFound => verdict = FaultAction::NotFound,
+                Fault::Malformed => verdict = FaultAction::Malformed,
                 Fault::FailFirst(n) => {
                     if rule.hits.fetch_add(1, Ordering::SeqCst) < *n {
-                        verdict = Verdict::Error(default_error(kind, namespace, name));
+                        verdict = FaultAction::Error(default_error(kind, namespace, name));
                     }
                 }
             }
@@ -237,10 +237,10 @@ mod tests {
             .with_rule(FaultRule::parse("Namespace/x=notfound").unwrap());
         assert!(matches!(
             plan.apply("Job", Some("a"), Some("j")),
-            Verdict::Error(_)
+            FaultAction::Error(_)
         ));
-        assert_eq!(plan.apply("Job", Some("a"), Some("j")), Verdict::Proceed);
-        assert_eq!(plan.apply("Namespace", None, Some("x")), Verdict::NotFound);
-        assert_eq!(plan.apply("Namespace", None, Some("y")), Verdict::Proceed);
+        assert_eq!(plan.apply("Job", Some("a"), Some("j")), FaultAction::Proceed);
+        assert_eq!(plan.apply("Namespace", None, Some("x")), FaultAction::NotFound);
+        assert_eq!(plan.apply("Namespace", None, Some("y")), FaultAction::Proceed);
     }
 }

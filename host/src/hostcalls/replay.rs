@@ -10,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::lookup::{
+use crate::hostcalls::payload::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReview,
 };
@@ -27,7 +27,7 @@ pub enum ReplayError {
     Parse {
         path: PathBuf,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     #[error(
         "{path:?}: exchange #{index}: Cannot deserialize recorded request into `CallbackRequestType`: {source}"
@@ -36,7 +36,7 @@ pub enum ReplayError {
         path: PathBuf,
         index: usize,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
 }
 
@@ -159,13 +159,13 @@ impl ReplaySession {
     }
 
     pub fn from_str(text: &str, path: &Path) -> Result<Self, ReplayError> {
-        let raw: Vec<RawExchange> = serde_yaml::from_str(text).map_err(|source| ReplayError::Parse {
+        let raw: Vec<RawExchange> = serde_yaml_ng::from_str(text).map_err(|source| ReplayError::Parse {
             path: path.into(),
             source,
         })?;
         let mut exchanges = VecDeque::new();
         for (index, RawExchange::Exchange { request, response }) in raw.into_iter().enumerate() {
-            let request = serde_yaml::from_str(&request).map_err(|source| ReplayError::Request {
+            let request = serde_yaml_ng::from_str(&request).map_err(|source| ReplayError::Request {
                 path: path.into(),
                 index,
                 source,
@@ -205,17 +205,17 @@ impl ReplaySession {
 
     /// Writes exchanges as a session file that kwctl's `--replay-host-capabilities-interactions`
     /// (and this host's) reads back.
-    pub fn to_yaml(exchanges: &[Exchange]) -> Result<String, serde_yaml::Error> {
+    pub fn to_yaml(exchanges: &[Exchange]) -> Result<String, serde_yaml_ng::Error> {
         let raw = exchanges
             .iter()
             .map(|e| {
                 Ok(RawExchange::Exchange {
-                    request: serde_yaml::to_string(&e.request)?,
+                    request: serde_yaml_ng::to_string(&e.request)?,
                     response: e.response.clone(),
                 })
             })
-            .collect::<Result<Vec<_>, serde_yaml::Error>>()?;
-        serde_yaml::to_string(&raw)
+            .collect::<Result<Vec<_>, serde_yaml_ng::Error>>()?;
+        serde_yaml_ng::to_string(&raw)
     }
 
     /// Exchanges not replayed yet (kwctl only warns about them).

@@ -21,10 +21,12 @@ use wasmtime_provider::{
     EpochDeadlines, ResourceLimits, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre,
 };
 
-use crate::callback::HostContext;
-use crate::metadata::{MetadataError, PolicyMetadata};
-use crate::request::{AdmissionRequest, Settings};
-use crate::response::{AdmissionResponse, DEADLINE_MESSAGE, SettingsValidationResponse, ValidationResponse};
+use crate::protocol::metadata::{MetadataError, PolicyMetadata};
+use crate::protocol::request::{AdmissionRequest, PolicySettings};
+use crate::protocol::response::{
+    AdmissionResponse, DEADLINE_MESSAGE, SettingsValidationResponse, ValidationResponse,
+};
+use crate::runtime::callback::HostContext;
 
 /// The error text wasmtime-provider gives an interrupted guest call.
 pub const EPOCH_INTERRUPTION_ERROR: &str = "guest code interrupted, execution deadline exceeded";
@@ -321,7 +323,7 @@ impl Policy {
         &self,
         host: &Arc<HostContext>,
         request: &AdmissionRequest,
-        settings: &Settings,
+        settings: &PolicySettings,
     ) -> Result<AdmissionResponse, EngineError> {
         let mut instance = self.instantiate(host)?;
         instance.validate(request, settings)
@@ -357,7 +359,7 @@ impl Instance {
     }
 
     /// `validate_settings`; failures become `valid: false` like policy-evaluator.
-    pub fn validate_settings(&mut self, settings: &Settings) -> SettingsValidationResponse {
+    pub fn validate_settings(&mut self, settings: &PolicySettings) -> SettingsValidationResponse {
         let payload = match serde_json::to_vec(settings) {
             Ok(p) => p,
             Err(e) => {
@@ -390,7 +392,7 @@ impl Instance {
     pub fn validate(
         &mut self,
         request: &AdmissionRequest,
-        settings: &Settings,
+        settings: &PolicySettings,
     ) -> Result<AdmissionResponse, EngineError> {
         self.validate_payload(
             &request.uid,
@@ -404,7 +406,7 @@ impl Instance {
     pub fn validate_raw(
         &mut self,
         request: &Value,
-        settings: &Settings,
+        settings: &PolicySettings,
     ) -> Result<AdmissionResponse, EngineError> {
         let uid = request.get("uid").and_then(Value::as_str).unwrap_or_default();
         self.validate_payload(uid, Some(request), &Payload { request, settings })
@@ -446,5 +448,5 @@ impl Instance {
 #[derive(serde::Serialize)]
 struct Payload<'a, R> {
     request: &'a R,
-    settings: &'a Settings,
+    settings: &'a PolicySettings,
 }

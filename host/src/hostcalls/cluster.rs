@@ -8,10 +8,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::selector::{FieldSelector, LabelSelector, SelectorError};
+use crate::hostcalls::selector::{FieldSelector, LabelSelector, SelectorError};
 
 #[derive(Debug, Error)]
-pub enum ContextError {
+pub enum ClusterStateError {
     #[error("cannot read context file {path}: {source}")]
     Read {
         path: PathBuf,
@@ -23,7 +23,7 @@ pub enum ContextError {
         path: PathBuf,
         index: usize,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     #[error("{origin}: object #{index} is not a Kubernetes object: {problem}")]
     Object {
@@ -35,7 +35,7 @@ pub enum ContextError {
 
 /// Why a lookup failed. The texts are policy-server's (`callback_handler/kubernetes/client.rs`).
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum LookupError {
+pub enum ClusterLookupError {
     #[error("Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'")]
     NotFound {
         api_version: String,
@@ -132,8 +132,8 @@ impl ClusterState {
     }
 
     /// Reads a context file: YAML (several documents) or JSON, objects or `List`s.
-    pub fn from_file(path: &Path) -> Result<Self, ContextError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ContextError::Read {
+    pub fn from_file(path: &Path) -> Result<Self, ClusterStateError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ClusterStateError::Read {
             path: path.to_owned(),
             source,
         })?;
@@ -143,10 +143,10 @@ impl ClusterState {
     }
 
     /// Parses YAML/JSON text (several documents allowed) and inserts every object.
-    pub fn load_str(&mut self, text: &str, origin: &Path) -> Result<usize, ContextError> {
+    pub fn load_str(&mut self, text: &str, origin: &Path) -> Result<usize, ClusterStateError> {
         let mut docs = Vec::new();
-        for (index, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
-            let doc = Value::deserialize(de).map_err(|source| ContextError::Yaml {
+        for (index, de) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+            let doc = Value::deserialize(de).map_err(|source| ClusterStateError::Yaml {
                 path: origin.to_owned(),
                 index,
                 source,
@@ -159,7 +159,7 @@ impl ClusterState {
         }
         let count = objects.len();
         for (index, obj) in objects.into_iter().enumerate() {
-            self.insert(obj).map_err(|problem| ContextError::Object {
+            self.insert(obj).map_err(|problem| ClusterStateError::Object {
                 origin: origin.display().to_string(),
                 index,
                 problem,
@@ -229,16 +229,16 @@ impl ClusterState {
         kind: &str,
         name: &str,
         namespace: Option<&str>,
-    ) -> Result<&Value, LookupError> {
+    ) -> Result<&Value, ClusterLookupError> {
         let scope = self
             .scope(api_version, kind)
-            .ok_or_else(|| LookupError::UnknownResource {
+            .ok_or_else(|| ClusterLookupError::UnknownResource {
                 api_version: api_version.into(),
                 kind: kind.into(),
             })?;
         let key_ns = match scope {
             Scope::Cluster => None,
-            Scope::Namespaced => Some(namespace.ok_or_else(|| LookupError::NamespaceRequired {
+            Scope::Namespaced => Some(namespace.ok_or_else(|| ClusterLookupError::NamespaceRequired {
                 api_version: api_version.into(),
                 kind: kind.into(),
             })?),
@@ -261,8 +261,8 @@ impl ClusterState {
         kind: &str,
         name: &str,
         namespace: Option<&str>,
-    ) -> LookupError {
-        LookupError::NotFound {
+    ) -> ClusterLookupError {
+        ClusterLookupError::NotFound {
             api_version: api_version.into(),
             kind: kind.into(),
             name: name.into(),
@@ -278,15 +278,15 @@ impl ClusterState {
         namespace: Option<&str>,
         label_selector: Option<&str>,
         field_selector: Option<&str>,
-    ) -> Result<Vec<&Value>, LookupError> {
+    ) -> Result<Vec<&Value>, ClusterLookupError> {
         let scope = self
             .scope(api_version, kind)
-            .ok_or_else(|| LookupError::UnknownResource {
+            .ok_or_else(|| ClusterLookupError::UnknownResource {
                 api_version: api_version.into(),
                 kind: kind.into(),
             })?;
         if namespace.is_some() && scope == Scope::Cluster {
-            return Err(LookupError::ClusterWideList {
+            return Err(ClusterLookupError::ClusterWideList {
                 api_version: api_version.into(),
                 kind: kind.into(),
             });
@@ -338,7 +338,7 @@ apiVersion: v1
 kind: Namespace
 metadata:
   name: emojivoto
-  annotations: {linkerd.io/inject: enabled}
+  annotations: {example.com/team: web}
 ---
 apiVersion: v1
 kind: List
@@ -395,7 +395,7 @@ items:
         );
         assert!(matches!(
             s.list("v1", "Namespace", Some("x"), None, None),
-            Err(LookupError::ClusterWideList { .. })
+            Err(ClusterLookupError::ClusterWideList { .. })
         ));
     }
 

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::capabilities::{HostCapabilities, KNOWN_PATHS};
-use crate::lookup::{
-    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest, LookupStats,
-    Lookups,
+use crate::hostcalls::capabilities::{HostCapabilities, KNOWN_PATHS};
+use crate::hostcalls::lookup::{LookupStats, Lookups};
+use crate::hostcalls::payload::{
+    CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
-use crate::metadata::ContextAwareResource;
+use crate::protocol::metadata::ContextAwareResource;
 
 /// A capability policy-evaluator knows outside `kubernetes/*` (and `tracing/log`): this host
 /// does not serve it, so it is refused as not granted.

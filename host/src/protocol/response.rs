@@ -37,6 +37,16 @@ pub struct SettingsValidationResponse {
     pub message: Option<String>,
 }
 
+impl SettingsValidationResponse {
+    /// `Err` with the guest's message (empty when it gave none) when the settings are invalid.
+    pub fn into_result(self) -> Result<(), String> {
+        match self.valid {
+            true => Ok(()),
+            false => Err(self.message.unwrap_or_default()),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub enum PatchType {
     #[serde(rename = "JSONPatch")]

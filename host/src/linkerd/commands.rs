@@ -1,0 +1,238 @@
+//! The Linkerd commands of `injector-host` (`rollout`, `inject`): their flags (on top of the
+//! shared ones of [`crate::commands::generic`]), and their work done by [`super::rollout`] and
+//! [`super::inject`].
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use thiserror::Error;
+
+use super::inject::{InjectError, InjectOptions, Injector, read_inputs};
+use super::rollout::{
+    RolloutError, RolloutOptions, RolloutReport, Workload, default_control_plane, run_rollout,
+};
+use crate::commands::generic::{
+    CommandError, CommonArgs, Output, engine_config, fault_plan, log_sink, metadata, policy_settings,
+    read_settings, settings_from,
+};
+use crate::hostcalls::cluster::{ClusterState, ClusterStateError};
+use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use crate::protocol::metadata::{MetadataError, PolicyMetadata};
+use crate::runtime::callback::HostContext;
+use crate::runtime::engine::{Engine, EngineConfig, EngineError};
+
+/// Why `rollout` or `inject` failed.
+#[derive(Debug, Error)]
+pub enum LinkerdError {
+    #[error(transparent)]
+    Command(#[from] CommandError),
+    #[error(transparent)]
+    Rollout(#[from] RolloutError),
+    #[error(transparent)]
+    Inject(#[from] InjectError),
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error(transparent)]
+    Metadata(#[from] MetadataError),
+    #[error(transparent)]
+    Context(#[from] ClusterStateError),
+    #[error("cannot write the output: {0}")]
+    Output(String),
+}
+
+#[derive(Debug, Args)]
+pub struct RolloutArgs {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Number of pods the ReplicaSet creates
+    #[arg(long)]
+    pub replicas: usize,
+    /// Worker threads evaluating admissions
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    /// YAML with the Deployment and its Namespace (default: nginx in an injected namespace)
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// Extra cluster state (YAML/JSON objects)
+    #[arg(long)]
+    pub context: Option<PathBuf>,
+    /// API server webhook timeout in seconds, for the report
+    #[arg(long, default_value_t = 10.0)]
+    pub webhook_timeout: f64,
+    /// Evaluate without a policy deadline (policy-server's --disable-timeout-protection)
+    #[arg(long)]
+    pub disable_timeout_protection: bool,
+    /// Seed for generated names and uids
+    #[arg(long, default_value_t = 3358)]
+    pub seed: u64,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// The policy module (.wasm)
+    pub module: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct InjectArgs {
+    /// YAML or JSON files, directories (read recursively: *.yaml, *.yml, *.json) or `-` (stdin)
+    #[arg(required = true, value_name = "FILE|DIR|-")]
+    pub inputs: Vec<String>,
+    /// The policy module
+    #[arg(long, default_value = "policy.wasm")]
+    pub module: PathBuf,
+    /// YAML or JSON file with the policy settings, or the ClusterAdmissionPolicy manifest itself
+    /// (its `spec.settings` are used)
+    #[arg(long, conflicts_with = "settings_json")]
+    pub settings_path: Option<PathBuf>,
+    /// Policy settings as a JSON string
+    #[arg(long)]
+    pub settings_json: Option<String>,
+    /// Cluster state: Namespaces, Linkerd's trust-roots ConfigMap, owners (YAML/JSON objects)
+    #[arg(long)]
+    pub context: Option<PathBuf>,
+    /// Policy metadata file whose contextAwareResources are granted (default: the module's
+    /// embedded metadata, else policy.yaml next to the module)
+    #[arg(long)]
+    pub metadata_path: Option<PathBuf>,
+    /// Namespace of objects without metadata.namespace
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    /// Mark templates `linkerd.io/inject: ingress` (proxy in ingress mode) unless they set a value
+    #[arg(long)]
+    pub ingress: bool,
+    /// Add the debug sidecar (`config.linkerd.io/enable-debug-sidecar: "true"`) unless set
+    #[arg(long)]
+    pub enable_debug_sidecar: bool,
+    /// Do not print the per-object report on stderr
+    #[arg(long)]
+    pub quiet: bool,
+    /// Format of the per-object report on stderr (the manifests stay YAML on stdout)
+    #[arg(short = 'o', long, value_parser = ["text", "json"], default_value = "text")]
+    pub output: String,
+}
+
+/// `injector-host rollout`, as a command: the report, failed when any admission was rejected
+/// or failed (a pod without its admission, which is what the rollout must never produce).
+pub fn rollout(args: &RolloutArgs) -> Result<Output, LinkerdError> {
+    let (stdout, report) = rollout_report(args)?;
+    let failed = report.rejected + report.errors;
+    let failure = (failed > 0).then(|| {
+        format!(
+            "{failed} of {} admissions were not admitted ({} rejected, {} engine errors)",
+            report.replicas, report.rejected, report.errors
+        )
+    });
+    Ok(Output { stdout, failure })
+}
+
+/// `injector-host rollout`: the report text (or JSON) and the report itself.
+fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), LinkerdError> {
+    let settings = read_settings(&args.common)?;
+    let faults = fault_plan(&args.common)?;
+    let default_deadline = (!args.disable_timeout_protection).then_some(Duration::from_secs(2));
+    let config = if args.disable_timeout_protection {
+        EngineConfig::without_deadline()
+    } else {
+        engine_config(&args.common, default_deadline)
+    };
+    let engine = Engine::new(config)?;
+    let policy = engine.load_policy_file(&args.module)?;
+    // like a ClusterAdmissionPolicy with the contextAwareResources of the policy's metadata;
+    // an unannotated module next to its policy.yaml uses that file
+    let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
+    let md = metadata(&args.common, &policy, sibling.as_deref())?;
+    let allow_list = md.map(|m| m.context_aware_resources).unwrap_or_default();
+    // a Linkerd control plane unless the context file brings its own objects of the same names
+    let mut state = ClusterState::new();
+    for object in default_control_plane() {
+        state.insert(object).map_err(|message| {
+            LinkerdError::Rollout(RolloutError::ClusterState {
+                what: "the control plane".into(),
+                message,
+            })
+        })?;
+    }
+    if let Some(path) = &args.context {
+        let text = std::fs::read_to_string(path).map_err(|source| ClusterStateError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        state.load_str(&text, path)?;
+    }
+    let workload = match &args.manifest {
+        Some(path) => Workload::from_manifest(path)?,
+        None => Workload::default_nginx(args.replicas),
+    };
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, faults)));
+    let host = Arc::new(HostContext::new(
+        policy.name(),
+        allow_list,
+        lookups,
+        log_sink(&args.common),
+    ));
+    let opts = RolloutOptions {
+        replicas: args.replicas,
+        workers: args.workers,
+        settings,
+        webhook_timeout: Duration::from_secs_f64(args.webhook_timeout.max(0.0)),
+        policy_deadline: config.deadline,
+        seed: args.seed,
+        progress: !args.json,
+    };
+    let report = run_rollout(&policy, &host, &workload, &opts)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(|e| LinkerdError::Output(e.to_string()))?
+    } else {
+        report.render()
+    };
+    Ok((text, report))
+}
+
+/// `injector-host inject`: prints the report on stderr, returns the YAML stream.
+pub fn inject(args: &InjectArgs) -> Result<String, LinkerdError> {
+    let settings = policy_settings(settings_from(
+        args.settings_path.as_deref(),
+        args.settings_json.as_deref(),
+    )?)?;
+    let inputs = read_inputs(&args.inputs).map_err(InjectError::from)?;
+    let engine = Engine::new(EngineConfig::without_deadline())?;
+    let policy = engine.load_policy_file(&args.module)?;
+    let md = match &args.metadata_path {
+        Some(path) => Some(PolicyMetadata::from_file(path)?),
+        None => match policy.embedded_metadata() {
+            Some(md) => Some(md.clone()),
+            None => {
+                let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
+                match sibling {
+                    Some(p) if p.exists() => Some(PolicyMetadata::from_file(&p)?),
+                    _ => None,
+                }
+            }
+        },
+    };
+    let context = match &args.context {
+        Some(path) => ClusterState::from_file(path)?,
+        None => ClusterState::new(),
+    };
+    let options = InjectOptions {
+        namespace: Some(args.namespace.clone()),
+        ingress: args.ingress,
+        enable_debug_sidecar: args.enable_debug_sidecar,
+    };
+    let injector = Injector::new(
+        &policy,
+        settings,
+        options,
+        context,
+        md.map(|m| m.context_aware_resources),
+    );
+    let output = injector.run(inputs)?;
+    if !args.quiet && args.output == "json" {
+        eprintln!("{}", output.report.to_json());
+    } else if !args.quiet {
+        eprint!("{}", output.report.render());
+    }
+    Ok(output.yaml)
+}
