@@ -9,7 +9,7 @@ use crate::decide::{self, Decision, DecisionInput};
 use crate::guard;
 use crate::inject::Plan;
 use crate::opaque;
-use crate::outcome::{Outcome, Verdict};
+use crate::outcome::{INJECTED, INJECTION_AUDIT_KEY, Outcome, Verdict, skipped_audit};
 use crate::owner::{self, Owner, Resolution};
 use crate::pod;
 use crate::render::Context;
@@ -218,7 +218,7 @@ fn namespace_metadata(
                         "{message}; admitted without a proxy (policy.namespaceLookupFailure: skip)"
                     ));
                     out.audit_annotations
-                        .insert("injection".into(), "skipped: namespace lookup failed".into());
+                        .insert(INJECTION_AUDIT_KEY.into(), skipped_audit("namespace lookup failed"));
                     Err(Box::new(out))
                 }
             }
@@ -524,7 +524,7 @@ fn injected_outcome(
         ));
     }
     out.audit_annotations
-        .insert("injection".into(), "injected".into());
+        .insert(INJECTION_AUDIT_KEY.into(), INJECTED.into());
     if let Some(note) = rendering_note {
         out.audit_annotations.insert("rendering".into(), note);
     }
@@ -571,7 +571,7 @@ fn skipped(t: &Template<'_>, reasons: Vec<decide::SkipReason>, settings: &Settin
             .push(format!("Linkerd sidecar proxy injection skipped: {text}"));
     }
     out.audit_annotations
-        .insert("injection".into(), format!("skipped: {text}"));
+        .insert(INJECTION_AUDIT_KEY.into(), skipped_audit(&text));
     let edit = (!additions.is_empty()).then_some(Edit::Annotate {
         path: t.path,
         additions,

@@ -5,6 +5,18 @@ use crate::owner::Owner;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// The audit annotation saying what the policy did with a pod or pod template: [`INJECTED`], or
+/// [`SKIPPED_PREFIX`] and Linkerd's reasons. Hosts (`injector-host inject` and `rollout`) read
+/// the module's answer through these, so the format has one definition.
+pub const INJECTION_AUDIT_KEY: &str = "injection";
+pub const INJECTED: &str = "injected";
+pub const SKIPPED_PREFIX: &str = "skipped: ";
+
+/// `skipped: <reasons>`, the value of [`INJECTION_AUDIT_KEY`] for a pod without a proxy.
+pub fn skipped_audit(reasons: &str) -> String {
+    format!("{SKIPPED_PREFIX}{reasons}")
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
     /// A proxy was added (to the pod, or to a workload's pod template).

@@ -27,8 +27,8 @@ fn a_pasted_linkerd_config_values_document_is_valid() {
         .expect("policy.wasm compiles");
     let mut instance = policy.instantiate(&policy_host()).unwrap();
     let file = manifest_dir().join("../tests/fixtures/linkerd-config/edge-26.8.3/install_ha_output.yaml");
-    let config: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-    let values: Value = serde_yaml::from_str(config["data"]["values"].as_str().unwrap()).unwrap();
+    let config: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let values: Value = serde_yaml_ng::from_str(config["data"]["values"].as_str().unwrap()).unwrap();
     let answer = instance.validate_settings(&settings(values));
     assert!(answer.valid, "{:?}", answer.message);
 }

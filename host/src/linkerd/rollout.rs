@@ -58,8 +58,13 @@ pub enum RolloutError {
 /// A dummy trust bundle for the default control plane (not a real certificate).
 pub const DUMMY_TRUST_BUNDLE: &str = "-----BEGIN CERTIFICATE-----\nMIIBwDCCAWagAwIBAgIQZ3Rlc3QtdHJ1c3QtYW5jaG9yMAoGCCqGSM49BAMCMCkx\nJzAlBgNVBAMTHmlkZW50aXR5LmxpbmtlcmQuY2x1c3Rlci5sb2NhbDAeFw0yNjAx\n-----END CERTIFICATE-----\n";
 
-/// The objects of a Linkerd control plane the injector reads: Namespace `linkerd` and the
-/// ConfigMap `linkerd/linkerd-identity-trust-roots` (`ca-bundle.crt`).
+/// The Helm values of a default `linkerd install` at edge-26.8.3 (key `values` of
+/// `linkerd-config`; where it comes from is in the file).
+pub const DEFAULT_LINKERD_VALUES: &str = include_str!("../../data/linkerd-config-values.yaml");
+
+/// The objects of a Linkerd control plane the injector reads: Namespace `linkerd`, the
+/// ConfigMap `linkerd/linkerd-identity-trust-roots` (`ca-bundle.crt`) and the ConfigMap
+/// `linkerd/linkerd-config` (`values`).
 pub fn default_control_plane() -> Vec<Value> {
     vec![
         json!({"apiVersion": "v1", "kind": "Namespace",
@@ -67,6 +72,10 @@ pub fn default_control_plane() -> Vec<Value> {
         json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"},
             "data": {"ca-bundle.crt": DUMMY_TRUST_BUNDLE}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "linkerd-config", "namespace": "linkerd",
+                "labels": {"linkerd.io/control-plane-component": "controller", "linkerd.io/control-plane-ns": "linkerd"}},
+            "data": {"values": DEFAULT_LINKERD_VALUES}}),
     ]
 }
 
