@@ -1,7 +1,10 @@
-//! Every looked-up kind (Namespace, ReplicaSet, Job, ConfigMap) under every fault (error, not
-//! found, slow answer, malformed answer), through the compiled module: the outcome DESIGN.md's
-//! failure rules promise. Namespace and trust-root failures reject (transient); owner failures
-//! never do (fallback owner); a slow answer changes nothing. Under both `policy.ownerResolution`
+//! Every looked-up object (Namespace, ReplicaSet, Job, the trust-roots ConfigMap and the
+//! `linkerd-config` ConfigMap) under every fault (error, not found, slow answer, malformed
+//! answer), through the compiled module: the outcome DESIGN.md's failure rules promise. Namespace
+//! and trust-root failures reject (transient); owner failures never do (fallback owner); a slow
+//! answer changes nothing; an unusable `linkerd-config` rejects under the default
+//! `policy.linkerdConfigFailure: reject` and injects from the settings alone, with a warning and
+//! the `values` audit annotation, under `settings`. Under both `policy.ownerResolution`
 //! values: `lookup` reaches the ReplicaSet (and its faults), the default `templateHash` resolves
 //! this Deployment pod by its name and makes no ReplicaSet lookup at all.
 
@@ -32,7 +35,16 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: linkerd-identity-trust-roots, namespace: linkerd}
 data: {ca-bundle.crt: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: linkerd-config, namespace: linkerd}
+data: {values: "linkerdVersion: edge-26.8.3\n"}
 "#;
+
+/// The fault-plan targets of the two ConfigMaps (a bare `ConfigMap` would hit both).
+const TRUST_ROOTS: &str = "ConfigMap/linkerd/linkerd-identity-trust-roots";
+const LINKERD_CONFIG: &str = "ConfigMap/linkerd/linkerd-config";
 
 fn pod(owner_kind: &str, owner: &str) -> Value {
     json!({
@@ -57,6 +69,12 @@ const CM_FAIL: &str =
     "could not read the trust anchors from ConfigMap linkerd/linkerd-identity-trust-roots: ";
 
 #[rstest]
+#[case::linkerd_config_slow(
+    LINKERD_CONFIG,
+    "latency:40",
+    "ReplicaSet",
+    Injected("linkerd.io/proxy-deployment", "web")
+)]
 #[case::namespace_error("Namespace", "error", "ReplicaSet", Rejected(NS_FAIL))]
 #[case::namespace_notfound("Namespace", "notfound", "ReplicaSet", Rejected(NS_FAIL))]
 #[case::namespace_malformed("Namespace", "malformed", "ReplicaSet", Rejected(NS_FAIL))]
@@ -94,11 +112,11 @@ const CM_FAIL: &str =
 #[case::job_notfound("Job", "notfound", "Job", Injected("linkerd.io/proxy-job", "migrate"))]
 #[case::job_malformed("Job", "malformed", "Job", Injected("linkerd.io/proxy-job", "migrate"))]
 #[case::job_slow("Job", "latency:40", "Job", Injected("linkerd.io/proxy-job", "migrate"))]
-#[case::configmap_error("ConfigMap", "error", "ReplicaSet", Rejected(CM_FAIL))]
-#[case::configmap_notfound("ConfigMap", "notfound", "ReplicaSet", Rejected(CM_FAIL))]
-#[case::configmap_malformed("ConfigMap", "malformed", "ReplicaSet", Rejected(CM_FAIL))]
-#[case::configmap_slow(
-    "ConfigMap",
+#[case::trust_roots_error(TRUST_ROOTS, "error", "ReplicaSet", Rejected(CM_FAIL))]
+#[case::trust_roots_notfound(TRUST_ROOTS, "notfound", "ReplicaSet", Rejected(CM_FAIL))]
+#[case::trust_roots_malformed(TRUST_ROOTS, "malformed", "ReplicaSet", Rejected(CM_FAIL))]
+#[case::trust_roots_slow(
+    TRUST_ROOTS,
     "latency:40",
     "ReplicaSet",
     Injected("linkerd.io/proxy-deployment", "web")
@@ -167,4 +185,90 @@ fn every_lookup_under_every_fault(
             );
         }
     }
+}
+
+const AT: &str = "ConfigMap linkerd/linkerd-config";
+const TRANSIENT: &str = " (usually transient; the API server will retry)";
+const FALLBACK: &str =
+    "; the Linkerd values in effect are this policy's settings alone (policy.linkerdConfigFailure: settings)";
+
+/// Why `linkerd-config` is unusable under `fault`, as the module words it.
+fn values_reason(fault: &str) -> String {
+    match fault {
+        "error" => format!(
+            "could not read {AT}: lookup of {AT} failed: Host error: Callback evaluation failure: injected fault: the API server failed to answer the lookup of {AT}{TRANSIENT}"
+        ),
+        "notfound" => format!(
+            "{AT} not found: is Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; policy.valuesFrom: settings reads no ConfigMap)"
+        ),
+        "malformed" => {
+            // the host sends the first half of the object's JSON; the guest's parser says why
+            let state = cluster(CONTEXT);
+            let object = state
+                .get("v1", "ConfigMap", "linkerd-config", Some("linkerd"))
+                .unwrap();
+            let full = serde_json::to_vec(object).unwrap();
+            let parse_error = serde_json::from_slice::<Value>(&full[..full.len().div_ceil(2)])
+                .unwrap_err()
+                .to_string();
+            format!("could not read {AT}: lookup of {AT}: malformed answer: {parse_error}{TRANSIENT}")
+        }
+        other => panic!("no reason for {other}"),
+    }
+}
+
+/// Lookups made per resource key, served or not.
+fn lookups_by_resource(host: &injector_host::runtime::callback::HostContext) -> Vec<(String, u64)> {
+    host.stats()
+        .by_resource
+        .iter()
+        .map(|(k, s)| (k.clone(), s.made + s.cached))
+        .collect()
+}
+
+/// An unusable `linkerd-config` under both `policy.linkerdConfigFailure` values: `reject`
+/// refuses with the exact reason and reads nothing else; `settings` injects exactly the pod the
+/// settings alone inject, with the reason as a warning and the `values` audit annotation.
+#[rstest]
+fn linkerd_config_under_every_fault(
+    #[values("error", "notfound", "malformed")] fault: &str,
+    #[values("reject", "settings")] failure: &str,
+    #[values("templateHash", "lookup")] owner_resolution: &str,
+) {
+    let host = cluster_host(cluster(CONTEXT), faults(&[&format!("{LINKERD_CONFIG}={fault}")]));
+    let object = pod("ReplicaSet", "web-5d8f9c7b4");
+    let request = create_request("Pod", "shop", "fault-matrix", object.clone());
+    let policy = json!({"trustAnchors": "configMap", "ownerResolution": owner_resolution,
+        "linkerdConfigFailure": failure});
+    let response = evaluate(&host, &request, &settings(json!({ "policy": policy })));
+    let text = serde_json::to_string(&response).unwrap();
+    let reason = values_reason(fault);
+    if failure == "reject" {
+        assert!(!response.allowed, "{fault}: {text}");
+        assert!(response.patch.is_none(), "{fault}: {text}");
+        let message = response.status.as_ref().and_then(|s| s.message.clone());
+        assert_eq!(message, Some(reason), "{fault}");
+        assert_eq!(
+            lookups_by_resource(&host),
+            vec![("v1/ConfigMap".to_owned(), 1)],
+            "{fault}: nothing read after linkerd-config"
+        );
+        return;
+    }
+    // the settings alone, on a cluster without faults
+    let mut alone = policy.clone();
+    alone["valuesFrom"] = json!("settings");
+    alone.as_object_mut().unwrap().remove("linkerdConfigFailure");
+    let clean = cluster_host(cluster(CONTEXT), faults(&[]));
+    let expected = evaluate(&clean, &request, &settings(json!({ "policy": alone })));
+    assert!(response.allowed, "{fault}: {text}");
+    assert_eq!(response.patch, expected.patch, "{fault}: the settings alone");
+    assert_eq!(
+        response.warnings.clone().unwrap_or_default(),
+        vec![format!("{reason}{FALLBACK}")],
+        "{fault}"
+    );
+    let mut audit = expected.audit_annotations.clone().unwrap_or_default();
+    audit.insert("values".into(), "settings only: linkerd-config unusable".into());
+    assert_eq!(response.audit_annotations.unwrap_or_default(), audit, "{fault}");
 }

@@ -1,7 +1,8 @@
 //! Host calls per admission through the compiled module (`../policy.wasm`) and this engine:
 //! the exact `kubernetes/get_resource` calls one admission makes (recorded as kwctl records
 //! them) and the engine's counters, for the main scenarios under both `policy.ownerResolution`
-//! values and both trust-anchor sources. Counts, never timings: in policy-server each host call
+//! values, both trust-anchor sources and both `policy.valuesFrom` values (`linkerdConfig` reads
+//! `linkerd/linkerd-config` before anything else; `settings` reads no such ConfigMap). Counts, never timings: in policy-server each host call
 //! costs ~0.1 ms of wall time even when served from its cache.
 
 mod common;
@@ -34,6 +35,11 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: linkerd-identity-trust-roots, namespace: linkerd}
 data: {ca-bundle.crt: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: linkerd-config, namespace: linkerd}
+data: {values: "linkerdVersion: edge-26.8.3\n"}
 ---
 apiVersion: apps/v1
 kind: ReplicaSet
@@ -74,6 +80,25 @@ fn cm_call() -> String {
         Some("linkerd"),
         &["data"],
     )
+}
+
+/// The control plane's values, read first under `policy.valuesFrom: linkerdConfig`.
+fn values_call() -> String {
+    call("v1/ConfigMap", "linkerd-config", Some("linkerd"), &["data"])
+}
+
+/// `expected` preceded by the values lookup when the values come from `linkerd-config`.
+fn with_values_call(values_from: &str, expected: Vec<String>) -> Vec<String> {
+    match values_from {
+        "linkerdConfig" => std::iter::once(values_call()).chain(expected).collect(),
+        _ => expected,
+    }
+}
+
+/// `s` with `policy.valuesFrom` set.
+fn values_from_in(mut s: Value, values_from: &str) -> Value {
+    s["policy"]["valuesFrom"] = json!(values_from);
+    s
 }
 
 fn rs_call(name: &str) -> String {
@@ -167,11 +192,13 @@ fn host_calls_of_one_admission(
     #[case] s: Value,
     #[case] expected: Vec<String>,
     #[case] labels: BTreeMap<String, String>,
+    #[values("linkerdConfig", "settings")] values_from: &str,
 ) {
     let host = recording_host();
     let request = create_request(kind, ns, "host-calls", object.clone());
-    let response = evaluate(&host, &request, &settings(s));
+    let response = evaluate(&host, &request, &settings(values_from_in(s, values_from)));
     assert!(response.allowed, "{}", serde_json::to_string(&response).unwrap());
+    let expected = with_values_call(values_from, expected);
     assert_eq!(recorded_calls(&host), expected);
     let stats = host.stats();
     assert_eq!(
@@ -182,13 +209,19 @@ fn host_calls_of_one_admission(
 }
 
 /// The next pods of a rollout ask the same way: every call is served from the engine's cache,
-/// and each still costs a host call.
+/// and each still costs a host call. The values lookup is one of them under `linkerdConfig`.
 #[rstest]
-#[case::template_hash(None, 2)]
-#[case::lookup(Some("lookup"), 3)]
-fn host_calls_per_pod_of_a_rollout(#[case] how: Option<&str>, #[case] per_pod: u64) {
+#[case::template_hash_linkerd_config(None, "linkerdConfig", 3)]
+#[case::lookup_linkerd_config(Some("lookup"), "linkerdConfig", 4)]
+#[case::template_hash_settings(None, "settings", 2)]
+#[case::lookup_settings(Some("lookup"), "settings", 3)]
+fn host_calls_per_pod_of_a_rollout(
+    #[case] how: Option<&str>,
+    #[case] values_from: &str,
+    #[case] per_pod: u64,
+) {
     let host = recording_host();
-    let s = settings(policy_settings(how, false));
+    let s = settings(values_from_in(policy_settings(how, false), values_from));
     for i in 0..10 {
         let request = create_request("Pod", NS, &format!("pod-{i}"), deployment_pod());
         assert!(evaluate(&host, &request, &s).allowed);
@@ -211,4 +244,15 @@ fn host_calls_per_pod_of_a_rollout(#[case] how: Option<&str>, #[case] per_pod: u
         ResourceStats::default()
     };
     assert_eq!(rs, rs_expected);
+    let config_maps = stats.by_resource.get("v1/ConfigMap").copied().unwrap_or_default();
+    // the trust roots, and linkerd-config when the values come from it
+    let per_pod_config_maps = if values_from == "linkerdConfig" { 2 } else { 1 };
+    assert_eq!(
+        config_maps,
+        ResourceStats {
+            made: per_pod_config_maps,
+            cached: 9 * per_pod_config_maps,
+            failed: 0,
+        }
+    );
 }

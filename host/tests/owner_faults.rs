@@ -3,6 +3,8 @@
 //! warning and `owner` audit annotation the policy returns, and the lookups it makes (a not-found
 //! is final: 1 lookup; an error is retried once with `disable_cache`). Also the Namespace lookup
 //! failure, the trust roots read from the ConfigMap, and invalid settings (library and CLI).
+//! The control plane's `linkerd/linkerd-config` (neutral values) is in every cluster state and
+//! session: the module reads it first for every pod, so it is one of the ConfigMap lookups.
 //! The ReplicaSet paths run with `policy.ownerResolution: lookup` (Linkerd's behaviour); the
 //! default `templateHash` resolves a Deployment's pod without the lookup, faults or not.
 
@@ -73,6 +75,11 @@ metadata:
 apiVersion: v1
 kind: Namespace
 metadata: {name: linkerd}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: linkerd-config, namespace: linkerd}
+data: {values: "linkerdVersion: edge-26.8.3\n"}
 "#;
 
 /// The inline trust anchors used wherever the ConfigMap is not the point, and the ReplicaSet
@@ -227,7 +234,11 @@ fn replicaset_owner_via_lookup() {
     );
     assert_eq!(stats(&host, RS_KEY), rs_stats(1, 0, 0));
     assert_eq!(stats(&host, NS_KEY), rs_stats(1, 0, 0));
-    assert_eq!(stats(&host, CM_KEY), rs_stats(0, 0, 0), "inline trust anchors");
+    assert_eq!(
+        stats(&host, CM_KEY),
+        rs_stats(1, 0, 0),
+        "linkerd-config only: inline trust anchors"
+    );
 
     // the next pod of the ReplicaSet asks the same way: served by the engine's cache
     let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
@@ -332,6 +343,7 @@ fn not_found_is_final_and_falls_back_to_the_hash_rule() {
         .insert(json!({"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": NS, "annotations": {"linkerd.io/inject": "enabled"}}}))
         .unwrap();
+    without_rs.insert(neutral_linkerd_config()).unwrap();
     for (host, how) in [
         (cluster_host(context(), faults(&["ReplicaSet=notfound"])), "fault"),
         (cluster_host(without_rs, FaultPlan::new()), "context"),
@@ -531,6 +543,25 @@ fn job_lookup_failures_fall_back_to_the_job() {
 // ---------------------------------------------------------------------------------------------
 // The exact requests, through kwctl replay sessions
 
+/// The values lookup every pod's admission makes first, answered with neutral values.
+fn values_exchange() -> String {
+    r#"
+- type: Exchange
+  request: |
+    !KubernetesGetResource
+    api_version: v1
+    kind: ConfigMap
+    name: linkerd-config
+    namespace: linkerd
+    disable_cache: false
+    field_masks: [data]
+  response:
+    type: Success
+    payload: '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"linkerd-config","namespace":"linkerd"},"data":{"values":"linkerdVersion: edge-26.8.3\n"}}'
+"#
+    .to_owned()
+}
+
 fn ns_exchange() -> String {
     r#"
 - type: Exchange
@@ -575,7 +606,8 @@ fn session(text: &str) -> ReplaySession {
 
 #[test]
 fn error_is_retried_with_disable_cache_exactly_once() {
-    let text = ns_exchange()
+    let text = values_exchange()
+        + &ns_exchange()
         + &rs_exchange(
             false,
             "    type: Error\n    message: 'Get \"https://10.96.0.1:443/apis/apps/v1/namespaces/emojivoto/replicasets/web-5d8f9c7b4\": dial tcp 10.96.0.1:443: connect: connection refused'",
@@ -604,7 +636,8 @@ fn error_is_retried_with_disable_cache_exactly_once() {
 fn not_found_is_not_retried_even_uncached() {
     // one recorded ReplicaSet exchange: a retry would find the session empty and the audit
     // annotation would name that error instead of the not-found
-    let text = ns_exchange()
+    let text = values_exchange()
+        + &ns_exchange()
         + &rs_exchange(
             false,
             "    type: Error\n    message: Cannot find apps/v1/ReplicaSet named 'web-5d8f9c7b4' inside of namespace 'Some(\"emojivoto\")'",
@@ -687,11 +720,12 @@ fn trust_roots_come_from_the_configmap_without_inline_pem() {
         .find(|e| e["name"] == "LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS")
         .expect("trust anchors env");
     assert_eq!(anchors["value"], json!(BUNDLE));
-    assert_eq!(stats(&host, CM_KEY), rs_stats(1, 0, 0));
+    // linkerd-config and the trust roots
+    assert_eq!(stats(&host, CM_KEY), rs_stats(2, 0, 0));
 
-    // asked the same way every time: the next pod's bundle comes from the cache
+    // asked the same way every time: the next pod's values and bundle come from the cache
     admit(&host, &rs_pod(RS, HASH), json!({}));
-    assert_eq!(stats(&host, CM_KEY), rs_stats(1, 1, 0));
+    assert_eq!(stats(&host, CM_KEY), rs_stats(2, 2, 0));
 
     // without the ConfigMap the pod cannot be injected correctly: a transient rejection
     let host = cluster_host(context(), FaultPlan::new());
