@@ -217,8 +217,10 @@ fn namespace_metadata(
                     out.warnings.push(format!(
                         "{message}; admitted without a proxy (policy.namespaceLookupFailure: skip)"
                     ));
-                    out.audit_annotations
-                        .insert(INJECTION_AUDIT_KEY.into(), skipped_audit("namespace lookup failed"));
+                    out.audit_annotations.insert(
+                        INJECTION_AUDIT_KEY.into(),
+                        skipped_audit("namespace lookup failed"),
+                    );
                     Err(Box::new(out))
                 }
             }

@@ -7,7 +7,7 @@
 //! it runs, and a restart of its workload updates it.
 
 use crate::annotations as ann;
-use crate::decide::{AnnotationAt, Decision};
+use crate::decide::{AnnotationAt, Decision, SkipReason};
 use crate::outcome::{Outcome, Verdict};
 use crate::pod;
 use crate::settings::Settings;
@@ -43,22 +43,30 @@ pub fn stale_proxy<'a>(
     (running != current).then_some((running.as_str(), current))
 }
 
-fn meshed(verdict: Verdict, pod_annotations: &BTreeMap<String, String>, values: &Settings) -> Outcome {
-    let mut out = Outcome::unchanged(verdict);
-    match stale_proxy(pod_annotations, values) {
-        Some((running, current)) => {
-            out.warnings.push(format!(
-                "pod's Linkerd proxy is version {running}, but the control plane injects {current}: restart its workload to update the proxy"
-            ));
-            out.audit_annotations.insert(
-                "verify".into(),
-                format!("meshed, stale proxy: {running} (control plane {current})"),
-            );
-        }
-        None => {
-            out.audit_annotations.insert("verify".into(), "meshed".into());
-        }
-    }
+/// Reports a stale proxy on `out`; `false` when the proxy is current (or chose its version).
+fn report_stale(out: &mut Outcome, pod_annotations: &BTreeMap<String, String>, values: &Settings) -> bool {
+    let Some((running, current)) = stale_proxy(pod_annotations, values) else {
+        return false;
+    };
+    out.warnings.push(format!(
+        "pod's Linkerd proxy is version {running}, but the control plane injects {current}: restart its workload to update the proxy"
+    ));
+    out.audit_annotations.insert(
+        "verify".into(),
+        format!("meshed, stale proxy: {running} (control plane {current})"),
+    );
+    true
+}
+
+fn exempt(reasons: &[SkipReason]) -> Outcome {
+    let text = reasons
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut out = Outcome::unchanged(Verdict::Skipped(reasons.to_vec()));
+    out.audit_annotations
+        .insert("verify".into(), format!("exempt: {text}"));
     out
 }
 
@@ -82,20 +90,19 @@ pub fn verify(
             out.audit_annotations.insert("verify".into(), "not meshed".into());
             out
         }
-        Decision::Inject { .. } => meshed(Verdict::NotApplicable, pod_annotations, values),
-        // A pod that already runs the proxy is exempt from injection and meshed.
-        Decision::Skip(reasons) if has_linkerd_proxy(spec) => {
-            meshed(Verdict::Skipped(reasons.clone()), pod_annotations, values)
+        Decision::Inject { .. } => {
+            let mut out = Outcome::unchanged(Verdict::NotApplicable);
+            if !report_stale(&mut out, pod_annotations, values) {
+                out.audit_annotations.insert("verify".into(), "meshed".into());
+            }
+            out
         }
+        // A pod that already runs the proxy is exempt from injection; its version still counts.
         Decision::Skip(reasons) => {
-            let text = reasons
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ");
-            let mut out = Outcome::unchanged(Verdict::Skipped(reasons.clone()));
-            out.audit_annotations
-                .insert("verify".into(), format!("exempt: {text}"));
+            let mut out = exempt(reasons);
+            if has_linkerd_proxy(spec) {
+                report_stale(&mut out, pod_annotations, values);
+            }
             out
         }
     }

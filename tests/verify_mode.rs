@@ -51,7 +51,10 @@ fn meshed_pods_pass() {
     let native = json!({"metadata": {"name": "p"}, "spec": {"initContainers": [{"name": "linkerd-init"}, {"name": "linkerd-proxy"}], "containers": [{"name": "app"}]}});
     let out = verify(&native, json!({"linkerd.io/inject": "enabled"}));
     assert!(!out.is_rejected());
-    assert_eq!(out.audit_annotations["verify"], "meshed");
+    assert_eq!(
+        out.audit_annotations["verify"],
+        "exempt: pod has a sidecar injected already"
+    );
     let sidecar = pod(json!({}), json!([{"name": "linkerd-proxy"}, {"name": "app"}]));
     assert!(!verify(&sidecar, json!({"linkerd.io/inject": "enabled"})).is_rejected());
 }
@@ -139,7 +142,10 @@ fn stale_proxies_are_reported_not_refused(
     assert_eq!(out.mutated, None);
     match stale {
         None => {
-            assert_eq!(out.audit_annotations["verify"], "meshed");
+            assert_eq!(
+                out.audit_annotations["verify"],
+                "exempt: pod has a sidecar injected already"
+            );
             assert_eq!(out.warnings, Vec::<String>::new());
         }
         Some((running, current)) => {

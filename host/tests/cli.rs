@@ -8,8 +8,15 @@ use std::process::{Command, Output};
 use common::*;
 use serde_json::Value;
 
+/// The test guest in a file of its own per call: tests run in parallel, and one test writing
+/// the file while another compiles it gave an empty module.
 fn guest_file() -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("injector-host-test-guest-{}.wasm", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "injector-host-test-guest-{}-{n}.wasm",
+        std::process::id()
+    ));
     std::fs::write(&path, test_guest_wasm()).unwrap();
     path
 }

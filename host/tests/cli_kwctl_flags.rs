@@ -50,8 +50,8 @@ fn injected_cluster() -> String {
         .filter_map(|e| e["response"]["payload"].as_str())
         .map(|p| serde_json::from_str(p).unwrap())
         .collect();
-    // the policy names the ReplicaSet's Deployment by the template-hash rule: no third object
-    assert_eq!(objects.len(), 2, "Namespace, trust roots");
+    // the policy names the ReplicaSet's Deployment by the template-hash rule: no fourth object
+    assert_eq!(objects.len(), 3, "linkerd-config, Namespace, trust roots");
     let path = tmp("injected-cluster.json");
     std::fs::write(&path, Value::Array(objects).to_string()).unwrap();
     path.display().to_string()

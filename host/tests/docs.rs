@@ -265,12 +265,25 @@ fn emitted_audit_annotations() -> Vec<BTreeMap<String, String>> {
         "the injector's output runs the proxy"
     );
 
+    let mut stale = meshed.clone();
+    stale.object.as_mut().unwrap()["metadata"]["annotations"]["linkerd.io/proxy-version"] =
+        json!("edge-26.5.1");
+    // linkerd-config unusable (here: not found), values from the settings alone
+    let fallback = json!({"policy": {"linkerdConfigMap": "absent", "linkerdConfigFailure": "settings"}});
+
     let cases = [
         ("injected (mutate)", &unmeshed, &mutate, true),
+        (
+            "injected, values from the settings alone (mutate)",
+            &unmeshed,
+            &fallback,
+            true,
+        ),
         ("skipped (mutate)", &plain, &mutate, true),
         ("unmeshed (verify)", &unmeshed, &verify, false),
         ("meshed (verify)", &meshed, &verify, true),
         ("exempt (verify)", &plain, &verify, true),
+        ("stale proxy (verify)", &stale, &verify, true),
     ];
     cases
         .into_iter()
@@ -302,11 +315,20 @@ fn the_module_emits_these_audit_annotations() {
                 // the rollout's pods carry pod-template-hash: no ReplicaSet lookup by default
                 ("owner", "deployment/nginx (pod-template-hash naming rule)")
             ]),
+            map(&[
+                ("injection", "injected"),
+                ("owner", "deployment/nginx (pod-template-hash naming rule)"),
+                ("values", "settings only: linkerd-config unusable")
+            ]),
             map(&[("injection", &format!("skipped: {ENABLE_ABSENT}"))]),
             map(&[("verify", "not meshed")]),
             // a meshed pod is exempt like any pod that already has a proxy: no "meshed" value
             map(&[("verify", "exempt: pod has a sidecar injected already")]),
             map(&[("verify", &format!("exempt: {ENABLE_ABSENT}"))]),
+            map(&[(
+                "verify",
+                "meshed, stale proxy: edge-26.5.1 (control plane edge-26.8.3)"
+            )]),
         ]
     );
 }
@@ -319,6 +341,12 @@ fn every_documented_audit_annotation_is_emitted() {
         ("owner", "<kind>/<name> (<how>)"),
         ("injection", "skipped: <reasons>"),
         ("injection", "injected"),
+        // README.md: settings (values from linkerd-config, verify mode)
+        ("values", "settings only: linkerd-config unusable"),
+        (
+            "verify",
+            "meshed, stale proxy: <version> (control plane <version>)",
+        ),
         ("injection", "injected"),
         ("owner", "<kind>/<name> (<how>)"),
         ("injection", "skipped: <reasons>"),

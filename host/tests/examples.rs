@@ -74,16 +74,17 @@ fn context_and_replay_runs_give_the_same_injecting_response() {
             !stderr.contains("have not been replayed") && !stderr.contains("Replay error"),
             "{how}: {stderr}"
         );
-        // two lookups reach the source, none fails: Namespace, ConfigMap; the owner comes from
-        // the pod-template-hash naming rule (the default `policy.ownerResolution`)
+        // three lookups reach the source, none fails: linkerd-config, Namespace, trust roots;
+        // the owner comes from the pod-template-hash naming rule (the default
+        // `policy.ownerResolution`)
         let stats = printed_stats(out);
         assert_eq!(
             (&stats["made"], &stats["cached"], &stats["failed"]),
-            (&json!(2), &json!(0), &json!(0)),
+            (&json!(3), &json!(0), &json!(0)),
             "{how}: {stats}"
         );
-        for key in ["v1/Namespace", "v1/ConfigMap"] {
-            assert_eq!(stats["by_resource"][key]["made"], json!(1), "{how}: {stats}");
+        for (key, made) in [("v1/Namespace", 1), ("v1/ConfigMap", 2)] {
+            assert_eq!(stats["by_resource"][key]["made"], json!(made), "{how}: {stats}");
         }
         assert_eq!(
             stats["by_resource"].get("apps/v1/ReplicaSet"),
@@ -187,6 +188,7 @@ fn session_matches_the_context_file() {
     assert_eq!(
         asked,
         [
+            "v1/ConfigMap linkerd-config",
             "v1/Namespace emojivoto",
             "v1/ConfigMap linkerd-identity-trust-roots",
         ]

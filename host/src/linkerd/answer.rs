@@ -8,8 +8,9 @@ use thiserror::Error;
 
 use crate::protocol::response::{AdmissionResponse, PatchDecodeError};
 
-/// The audit annotation in which the module says what it did.
-pub const INJECTION_AUDIT_KEY: &str = "injection";
+/// The audit annotation in which the module says what it did, and its values: the core's own
+/// definitions.
+pub use linkerd_injector_policy::outcome::{INJECTED, INJECTION_AUDIT_KEY, SKIPPED_PREFIX};
 
 /// The module's word on one admitted object.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +33,8 @@ impl Injection {
             .and_then(|a| a.get(INJECTION_AUDIT_KEY));
         match value.map(String::as_str) {
             None => Self::NotConsidered,
-            Some("injected") => Self::Injected,
-            Some(other) => Self::Skipped(other.strip_prefix("skipped: ").unwrap_or(other).to_owned()),
+            Some(INJECTED) => Self::Injected,
+            Some(other) => Self::Skipped(other.strip_prefix(SKIPPED_PREFIX).unwrap_or(other).to_owned()),
         }
     }
 
