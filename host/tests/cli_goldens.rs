@@ -2,8 +2,11 @@
 //! cases of `TestUninjectAndInject` and `TestRunInjectCmd` in cli/cmd/testdata; see
 //! tests/fixtures/linkerd/README.md section 2).
 //!
-//! For each case the input goes through the real policy module with settings equivalent to the
-//! CLI's configuration, and the output is compared with the golden on what the injector renders:
+//! For each case the input goes through the real policy module as `linkerd inject` configures
+//! itself: the test's configuration is the control plane's values (ConfigMap
+//! `linkerd/linkerd-config`, key `values`, which the CLI reads from the cluster), and the case's
+//! flags are the settings over them. The output is compared with the golden on what the injector
+//! renders:
 //! per object, the pod template's containers, init containers, volumes, labels and the
 //! `linkerd.io/proxy-version` / `linkerd.io/trust-root-sha256` annotations. Normalised first:
 //! Kubernetes quantities in `resources` (`0.5` = `500m`, `1Gi` = `1024Mi`), and `null` / integer
@@ -67,7 +70,8 @@ struct Case {
     name: &'static str,
     input: &'static str,
     config: Config,
-    /// The settings on top of the configuration (deep-merged).
+    /// The case's flags: settings over the configuration's values (deep-merged into the
+    /// CLI's own settings).
     settings: Value,
     options: InjectOptions,
     expect: Expect,
@@ -287,7 +291,8 @@ fn cases() -> Vec<Case> {
     v
 }
 
-fn base_settings(config: Config) -> Value {
+/// The configuration's Helm values, as the control plane publishes them in `linkerd-config`.
+fn values(config: Config) -> Value {
     let (cp, proxy, debug) = match config {
         Config::UninjectAndInject => (
             "test-inject-control-plane-version",
@@ -302,11 +307,33 @@ fn base_settings(config: Config) -> Value {
     };
     json!({
         "linkerdVersion": cp,
-        "identityTrustAnchorsPEM": read("valid-trust-anchors.pem"),
         "proxy": {"image": {"name": "cr.l5d.io/linkerd/proxy", "version": proxy}},
         "debugContainer": {"image": {"name": "cr.l5d.io/linkerd/debug", "version": debug}},
-        "policy": {"createdBy": "linkerd/cli dev-undefined"},
     })
+}
+
+/// The cluster state: the control plane's `linkerd-config` with the configuration's values.
+fn control_plane(config: Config) -> ClusterState {
+    let config_map = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "linkerd-config", "namespace": "linkerd"},
+        "data": {"values": serde_yaml_ng::to_string(&values(config)).unwrap()},
+    });
+    let mut state = ClusterState::new();
+    state.insert(config_map).unwrap();
+    state
+}
+
+/// The case's settings, plus what is the CLI's own: the test's trust anchors and its
+/// `linkerd.io/created-by`.
+fn settings(c: &Case) -> Value {
+    let mut settings = json!({
+        "identityTrustAnchorsPEM": read("valid-trust-anchors.pem"),
+        "policy": {"createdBy": "linkerd/cli dev-undefined"},
+    });
+    merge(&mut settings, &c.settings);
+    settings
 }
 
 fn merge(into: &mut Value, from: &Value) {
@@ -475,13 +502,11 @@ struct Runner {
 
 impl Runner {
     fn run(&self, c: &Case) -> Result<injector_host::linkerd::inject::InjectOutput, InjectError> {
-        let mut settings = base_settings(c.config);
-        merge(&mut settings, &c.settings);
         let injector = Injector::new(
             &self.policy,
-            PolicySettings::from_value(&settings).unwrap(),
+            PolicySettings::from_value(&settings(c)).unwrap(),
             c.options.clone(),
-            ClusterState::new(),
+            control_plane(c.config),
             Some(self.allow.clone()),
         );
         injector.run(vec![Input::new(c.input, read(c.input))])

@@ -1,5 +1,7 @@
 //! `injector-host inject` end to end (the binary, the real policy module): byte-for-byte copies
 //! of untouched documents, directories, stdin, JSON, Lists, reports, errors, cluster state.
+//! Runs are given the control plane's `linkerd-config` (data/inject/context.yaml), as a user
+//! passes `kubectl get cm -n linkerd linkerd-config -o yaml`, unless a test is about the context.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -52,7 +54,25 @@ fn settings_file(name: &str, extra: Value) -> PathBuf {
     path
 }
 
+/// The cluster state of most runs: the control plane's `linkerd-config`, neutral values.
+fn control_plane() -> PathBuf {
+    data("context.yaml")
+}
+
+/// That `linkerd-config` as an object, for contexts built by a test.
+fn linkerd_config() -> Value {
+    let text = std::fs::read_to_string(control_plane()).unwrap();
+    serde_yaml_ng::from_str(&text).unwrap()
+}
+
+/// `injector-host inject ARGS` with the control plane's `linkerd-config` as `--context`.
 fn inject(args: &[&str], stdin: Option<&str>) -> Output {
+    let context = control_plane();
+    inject_raw(&[&["--context", path(&context)], args].concat(), stdin)
+}
+
+/// `injector-host inject ARGS`, no other flag.
+fn inject_raw(args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_injector-host"));
     cmd.arg("inject")
         .arg("--module")
@@ -298,9 +318,26 @@ fn parse_errors_name_every_file_and_line_and_print_nothing() {
 #[test]
 fn cluster_state_and_trust_anchors() {
     let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: web}\nspec:\n  containers: [{name: c, image: i}]\n";
-    // No inline trust anchors and no context: refused, nothing invented.
     let no_pem = tmp("nopem.json");
     std::fs::write(&no_pem, "{}").unwrap();
+    // No context: Linkerd's values are read first, and are not invented.
+    let out = inject_raw(&["--settings-path", path(&no_pem), "-"], Some(pod));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        text(&out.stderr),
+        "Error: <stdin>: pod/p: rejected by the policy: ConfigMap linkerd/linkerd-config not found: is \
+         Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; \
+         policy.valuesFrom: settings reads no ConfigMap)\n  the policy looked up v1/ConfigMap \
+         linkerd/linkerd-config, which is not in the cluster state: manual injection reads no cluster, \
+         pass it with --context\n"
+    );
+    // Or the settings alone, as host/README.md and deploy/README.md say: no lookup of them.
+    let alone = settings_file("alone.json", json!({"policy": {"valuesFrom": "settings"}}));
+    let out = inject_raw(&["--settings-path", path(&alone), "-"], Some(pod));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "\npod \"p\" injected\n\n");
+    // Linkerd's values but no inline trust anchors: refused, nothing invented.
     let out = inject(&["--settings-path", path(&no_pem), "-"], Some(pod));
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
@@ -321,10 +358,11 @@ fn cluster_state_and_trust_anchors() {
          "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"},
          "data": {"ca-bundle.crt": bundle}},
         {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": "web", "annotations": {"config.linkerd.io/proxy-log-level": "debug"}}}
+         "metadata": {"name": "web", "annotations": {"config.linkerd.io/proxy-log-level": "debug"}}},
+        linkerd_config(),
     ]);
     std::fs::write(&context, serde_json::to_string(&objects).unwrap()).unwrap();
-    let out = inject(
+    let out = inject_raw(
         &["--settings-path", path(&no_pem), "--context", path(&context), "-"],
         Some(pod),
     );
@@ -433,12 +471,13 @@ fn settings_from_the_deployed_policy_manifest() {
     let context = manifest_dir().join("tests/data/e2e/context.yaml");
     let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: web}\nspec:\n  containers: [{name: c, image: i}]\n";
     // spec.settings of the manifest: `policy.trustAnchors: configMap`, so the context's ConfigMap
-    let out = inject(
+    let out = inject_raw(
         &["--settings-path", path(&policy), "--context", path(&context), "-"],
         Some(pod),
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("pod \"p\" injected"));
+    // with Linkerd's values but not its trust roots
     let out = inject(&["--settings-path", path(&policy), "-"], Some(pod));
     assert_eq!(
         out.status.code(),
