@@ -9,10 +9,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use injector_host::hostcalls::cluster::ClusterState;
-use injector_host::hostcalls::lookup::Lookups;
+use injector_host::hostcalls::fault::FaultPlan;
+use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use injector_host::linkerd::answer::Injection;
 use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input};
+use injector_host::protocol::metadata::ContextAwareResource;
 use injector_host::protocol::request::PolicySettings;
+use injector_host::protocol::request::{AdmissionRequest, UserInfo};
 use injector_host::runtime::callback::{HostContext, LogSink};
 use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
 use k8s_openapi::api::core::v1::{
@@ -365,8 +368,11 @@ fn verify_policy_is_the_validating_twin() {
     );
     assert_eq!(
         resources(v),
-        BTreeSet::from([("v1".to_owned(), "Namespace".to_owned())]),
-        "the decision reads only the Namespace"
+        BTreeSet::from([
+            ("v1".to_owned(), "ConfigMap".to_owned()),
+            ("v1".to_owned(), "Namespace".to_owned())
+        ]),
+        "the decision reads the Namespace, and linkerd-config for the control plane's version"
     );
     assert!(resources(v).is_subset(&declared_resources(&m.metadata)));
     assert_eq!(v.module, i.module);
@@ -809,5 +815,37 @@ fn misspelt_fields_are_caught() {
          `matchConditions`, `matchPolicy`, `mode`, `module`, `mutating`, `objectSelector`, \
          `policyServer`, `rules`, `settings`, `sideEffects`, `timeoutSeconds`, \
          `timeoutEvalSeconds`, `namespaceSelector`, `contextAwareResources`, `message`"
+    );
+}
+
+/// The verify policy, evaluated with exactly its own contextAwareResources, reaches its
+/// decision: every lookup its settings make is allowed (a refused `linkerd-config` lookup would
+/// reject with the ConfigMap's reason instead).
+#[test]
+fn verify_policy_may_make_every_lookup_it_needs() {
+    let m = load();
+    let (_engine, policy) = policy();
+    let allowed = resources(&m.verify)
+        .iter()
+        .map(|(api_version, kind)| ContextAwareResource::new(api_version, kind))
+        .collect();
+    let mut state = cluster();
+    state
+        .insert(json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "shop", "annotations": {"linkerd.io/inject": "enabled"}}}))
+        .unwrap();
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(state, FaultPlan::new())));
+    let host = Arc::new(HostContext::new("verify", allowed, lookups, LogSink::Discard));
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"containers": [{"name": "web", "image": "example.com/web:1"}]}});
+    let request = AdmissionRequest::create("verify-1".into(), Some("shop".into()), UserInfo::default(), pod);
+    let settings = PolicySettings::from_value(&m.verify.settings.0).unwrap();
+    let response = policy.evaluate(&host, &request, &settings).expect("evaluation");
+    assert!(!response.allowed);
+    assert_eq!(
+        response.status.and_then(|s| s.message).as_deref(),
+        Some(
+            "pod is not meshed: linkerd.io/inject on namespace shop requires the Linkerd proxy, but the pod has no linkerd-proxy container (injection was skipped or failed; check the injector policy)"
+        )
     );
 }

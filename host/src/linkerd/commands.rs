@@ -89,7 +89,7 @@ pub struct InjectArgs {
     /// Policy settings as a JSON string
     #[arg(long)]
     pub settings_json: Option<String>,
-    /// Cluster state: Namespaces, Linkerd's trust-roots ConfigMap, owners (YAML/JSON objects)
+    /// Cluster state: Namespaces, Linkerd's linkerd-config and trust-roots ConfigMaps, owners (YAML/JSON objects)
     #[arg(long)]
     pub context: Option<PathBuf>,
     /// Policy metadata file whose contextAwareResources are granted (default: the module's
