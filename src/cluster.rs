@@ -21,6 +21,18 @@ pub struct Lookup {
 }
 
 impl Lookup {
+    /// A cached get of a control-plane ConfigMap's `data` (trust roots, `linkerd-config`).
+    pub fn config_map(namespace: &str, name: &str) -> Self {
+        Self {
+            api_version: "v1",
+            kind: "ConfigMap",
+            name: name.to_string(),
+            namespace: Some(namespace.to_string()),
+            disable_cache: false,
+            field_masks: &["data"],
+        }
+    }
+
     pub fn describe(&self) -> String {
         match &self.namespace {
             Some(ns) => format!("{} {}/{}", self.kind, ns, self.name),

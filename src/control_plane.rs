@@ -63,21 +63,15 @@ fn read(settings: &Settings, cluster: &dyn Cluster) -> Result<Settings, ValuesEr
     let namespace = &settings.policy.control_plane_namespace;
     let name = &settings.policy.linkerd_config_map;
     let at = format!("{namespace}/{name}");
-    let lookup = Lookup {
-        api_version: "v1",
-        kind: "ConfigMap",
-        name: name.clone(),
-        namespace: Some(namespace.clone()),
-        disable_cache: false,
-        field_masks: &["data"],
-    };
-    let config_map = cluster.get(&lookup).map_err(|e| match e {
-        LookupError::NotFound(_) => ValuesError::NotFound { at: at.clone() },
-        LookupError::Failed(message) => ValuesError::Lookup {
-            at: at.clone(),
-            message,
-        },
-    })?;
+    let config_map = cluster
+        .get(&Lookup::config_map(namespace, name))
+        .map_err(|e| match e {
+            LookupError::NotFound(_) => ValuesError::NotFound { at: at.clone() },
+            LookupError::Failed(message) => ValuesError::Lookup {
+                at: at.clone(),
+                message,
+            },
+        })?;
     let Some(text) = config_map.pointer("/data/values").and_then(Value::as_str) else {
         return Err(ValuesError::MissingKey { at });
     };

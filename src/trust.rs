@@ -34,14 +34,7 @@ pub fn trust_anchors(settings: &Settings, cluster: &dyn Cluster) -> Result<Strin
     }
     let namespace = settings.policy.control_plane_namespace.clone();
     let name = settings.policy.trust_anchors_config_map.clone();
-    let lookup = Lookup {
-        api_version: "v1",
-        kind: "ConfigMap",
-        name: name.clone(),
-        namespace: Some(namespace.clone()),
-        disable_cache: false,
-        field_masks: &["data"],
-    };
+    let lookup = Lookup::config_map(&namespace, &name);
     let cm = cluster.get(&lookup).map_err(|source| TrustError::Lookup {
         namespace: namespace.clone(),
         name: name.clone(),

@@ -268,7 +268,11 @@ fn run(text: &str, manifest: &Manifest, ns: &NamespaceInput, settings: &Settings
     }
     let mut notes = Vec::new();
     let lookups = cluster.lookups();
-    if lookups.iter().any(|l| l.kind == "ConfigMap") {
+    let trust_roots = &settings.policy.trust_anchors_config_map;
+    if lookups
+        .iter()
+        .any(|l| l.kind == "ConfigMap" && &l.name == trust_roots)
+    {
         notes.push(format!(
             "The settings have no identityTrustAnchorsPEM: an EXAMPLE bundle stood in for ConfigMap {}/{} \
              (linkerd.io/trust-root-sha256 and the proxy's trust anchors will differ in your cluster).",

@@ -106,6 +106,12 @@ fn module_answer(object: &Value, ns_text: &str, settings_text: &str) -> (Validat
             "data": {"ca-bundle.crt": EXAMPLE_TRUST_BUNDLE}
         }));
     }
+    // the control plane's values: none here, as in the playground's own preview cluster
+    objects.push(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "linkerd-config", "namespace": "linkerd"},
+        "data": {"values": "{}\n"}
+    }));
     let kind = object["kind"].as_str().unwrap_or("");
     let payload = json!({
         "request": {
