@@ -75,7 +75,7 @@ fn read(settings: &Settings, cluster: &dyn Cluster) -> Result<Settings, ValuesEr
     let Some(text) = config_map.pointer("/data/values").and_then(Value::as_str) else {
         return Err(ValuesError::MissingKey { at });
     };
-    let values: Value = serde_yaml_ng::from_str(text).map_err(|e| ValuesError::NotYaml {
+    let values: Value = crate::helm_yaml::from_str(text).map_err(|e| ValuesError::NotYaml {
         at: at.clone(),
         message: e.to_string(),
     })?;

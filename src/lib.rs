@@ -20,6 +20,7 @@ pub mod config;
 pub mod control_plane;
 pub mod decide;
 pub mod guard;
+pub mod helm_yaml;
 pub mod inject;
 pub mod kubewarden_cluster;
 pub mod opaque;

@@ -1,0 +1,331 @@
+//! YAML as Helm writes it, read fast: the `values` of `linkerd-config` are `toYaml` output (block
+//! mappings and sequences, one-line scalars, `|` blocks for PEM bundles). Every admission runs in
+//! a fresh instance, so the document is parsed on each one; libyaml through `serde_yaml_ng` spent
+//! most of the module's time there.
+//!
+//! The reader takes only a strict subset of YAML and answers `None` for anything else (anchors,
+//! tags, flow collections, multi-line plain or quoted scalars, floats, tabs, ...). Then
+//! [`from_str`] hands the whole document to `serde_yaml_ng`, so what the policy sees, and every
+//! error message, is exactly `serde_yaml_ng`'s answer. `tests/helm_yaml.rs` checks the two agree.
+
+use serde_json::{Map, Value};
+
+/// Parses a YAML document into JSON values, exactly as `serde_yaml_ng::from_str` does.
+pub fn from_str(text: &str) -> Result<Value, serde_yaml_ng::Error> {
+    match fast(text) {
+        Some(value) => Ok(value),
+        None => serde_yaml_ng::from_str(text),
+    }
+}
+
+/// The subset reader alone: `None` when the document is outside the subset (or not YAML).
+/// Public so the tests can tell which reader answered.
+pub fn fast(text: &str) -> Option<Value> {
+    let mut reader = Reader::new(text)?;
+    let (indent, line) = reader.peek()?;
+    if indent != 0 || is_dash(line) {
+        return None;
+    }
+    let value = reader.mapping(0, Map::new())?;
+    reader.peek().is_none().then_some(value)
+}
+
+struct Reader<'a> {
+    lines: Vec<&'a str>,
+    pos: usize,
+    ends_with_newline: bool,
+}
+
+impl<'a> Reader<'a> {
+    fn new(text: &'a str) -> Option<Self> {
+        // Only printable characters, no tabs, CRs or byte-order marks: libyaml's rules there
+        // are subtle, so such documents take the full parser.
+        let printable = |b: &u8| *b == b'\n' || (b' '..=b'~').contains(b);
+        if !text.as_bytes().iter().all(printable)
+            && !text
+                .chars()
+                .all(|c| c == '\n' || (' '..='~').contains(&c) || plain_unicode(c))
+        {
+            return None;
+        }
+        let lines: Vec<&str> = text.split('\n').collect();
+        // document markers and directives
+        if lines
+            .iter()
+            .any(|l| l.starts_with("---") || l.starts_with("...") || l.starts_with('%'))
+        {
+            return None;
+        }
+        Some(Self {
+            lines,
+            pos: 0,
+            ends_with_newline: text.ends_with('\n'),
+        })
+    }
+
+    /// The next line with content (blank and comment lines skipped), not consumed.
+    fn peek(&mut self) -> Option<(usize, &'a str)> {
+        while let Some(line) = self.lines.get(self.pos) {
+            let text = line.trim_start_matches(' ');
+            if !text.is_empty() && !text.starts_with('#') {
+                return Some((line.len() - text.len(), text.trim_end_matches(' ')));
+            }
+            self.pos += 1;
+        }
+        None
+    }
+
+    /// A block mapping whose keys sit at column `indent`; `map` holds entries already read.
+    fn mapping(&mut self, indent: usize, mut map: Map<String, Value>) -> Option<Value> {
+        while let Some((at, line)) = self.peek() {
+            if at < indent {
+                break;
+            }
+            if at > indent || is_dash(line) {
+                return None;
+            }
+            self.pos += 1;
+            self.entry(indent, line, &mut map)?;
+        }
+        Some(Value::Object(map))
+    }
+
+    /// One `key: value` line (and the block under it).
+    fn entry(&mut self, indent: usize, line: &'a str, map: &mut Map<String, Value>) -> Option<()> {
+        let (key, rest) = split_key(line)?;
+        let value = match rest {
+            "" => self.nested(indent, true)?,
+            "|" => self.literal(indent, true)?,
+            "|-" => self.literal(indent, false)?,
+            _ => scalar(rest)?,
+        };
+        match map.entry(key) {
+            serde_json::map::Entry::Vacant(slot) => {
+                slot.insert(value);
+                Some(())
+            }
+            serde_json::map::Entry::Occupied(_) => None,
+        }
+    }
+
+    /// The node under `key:` or `-` with nothing after it: a deeper block, a sequence at the
+    /// key's own column (`toYaml` writes lists that way), or null.
+    fn nested(&mut self, indent: usize, compact_sequence: bool) -> Option<Value> {
+        match self.peek() {
+            Some((at, line)) if at > indent && is_dash(line) => self.sequence(at),
+            Some((at, _)) if at > indent => self.mapping(at, Map::new()),
+            Some((at, line)) if at == indent && compact_sequence && is_dash(line) => self.sequence(at),
+            _ => Some(Value::Null),
+        }
+    }
+
+    /// A block sequence whose dashes sit at column `indent`.
+    fn sequence(&mut self, indent: usize) -> Option<Value> {
+        let mut items = Vec::new();
+        while let Some((at, line)) = self.peek() {
+            if at < indent || (at == indent && !is_dash(line)) {
+                break;
+            }
+            if at > indent {
+                return None;
+            }
+            self.pos += 1;
+            let after = line.get(1..)?;
+            let body = after.trim_start_matches(' ');
+            let column = indent + 1 + after.len() - body.len();
+            items.push(self.item(indent, column, body)?);
+        }
+        Some(Value::Array(items))
+    }
+
+    /// One sequence item: a scalar, a mapping starting on the dash's line, or a deeper block.
+    fn item(&mut self, indent: usize, column: usize, body: &'a str) -> Option<Value> {
+        if body.is_empty() || body.starts_with('#') {
+            return self.nested(indent, false);
+        }
+        if is_dash(body) || body.starts_with('|') {
+            return None;
+        }
+        if split_key(body).is_some() {
+            let mut map = Map::new();
+            self.entry(column, body, &mut map)?;
+            return self.mapping(column, map);
+        }
+        scalar(body)
+    }
+
+    /// A `|` (clip) or `|-` (strip) block under a key at column `indent`.
+    fn literal(&mut self, indent: usize, clip: bool) -> Option<Value> {
+        let first = self.lines.get(self.pos)?;
+        let body = first.trim_start_matches(' ');
+        let content_indent = first.len() - body.len();
+        if body.is_empty() || content_indent <= indent {
+            return None;
+        }
+        let mut text = String::new();
+        while let Some(line) = self.lines.get(self.pos) {
+            let body = line.trim_start_matches(' ');
+            let at = line.len() - body.len();
+            if body.is_empty() {
+                // spaces beyond the block's indentation are content: left to libyaml
+                if at >= content_indent {
+                    return None;
+                }
+                text.push('\n');
+            } else if at >= content_indent {
+                text.push_str(line.get(content_indent..)?);
+                text.push('\n');
+            } else {
+                break;
+            }
+            self.pos += 1;
+        }
+        if self.pos >= self.lines.len() && !self.ends_with_newline {
+            return None;
+        }
+        text.truncate(text.trim_end_matches('\n').len());
+        if clip {
+            text.push('\n');
+        }
+        Some(Value::String(text))
+    }
+}
+
+fn is_dash(line: &str) -> bool {
+    line == "-" || line.starts_with("- ")
+}
+
+/// Non-ASCII characters libyaml takes as printable without question.
+fn plain_unicode(c: char) -> bool {
+    c >= '\u{a0}' && !matches!(c, '\u{feff}' | '\u{fffe}' | '\u{ffff}')
+}
+
+/// `key: rest` or `key:` with a plain key that resolves to a string; `rest` without its
+/// leading spaces, "" when empty or a comment.
+fn split_key(line: &str) -> Option<(&str, &str)> {
+    let (key, rest) = match find_pair(line, b':', b' ') {
+        Some(at) => (line.get(..at)?, line.get(at + 2..)?),
+        None => (line.strip_suffix(':')?, ""),
+    };
+    let bad = key.is_empty() || key.ends_with(' ') || find_pair(key, b' ', b'#').is_some();
+    if bad || key == "<<" || starts_with_indicator(key) || !resolves_to_string(key) {
+        return None;
+    }
+    let rest = rest.trim_start_matches(' ');
+    Some((key, if rest.starts_with('#') { "" } else { rest }))
+}
+
+/// Characters that may not start a plain scalar here (or that start a construct left to
+/// libyaml).
+fn starts_with_indicator(text: &str) -> bool {
+    text.starts_with([
+        '-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`',
+    ])
+}
+
+/// A one-line scalar after `key: ` or `- `.
+fn scalar(text: &str) -> Option<Value> {
+    if let Some(quoted) = text.strip_prefix('"') {
+        let end = quoted.find('"')?;
+        let (content, after) = (quoted.get(..end)?, quoted.get(end + 1..)?);
+        return (!content.contains('\\') && ends_after_quote(after)).then(|| Value::String(content.into()));
+    }
+    if let Some(quoted) = text.strip_prefix('\'') {
+        return single_quoted(quoted);
+    }
+    let plain = match find_pair(text, b' ', b'#') {
+        Some(comment) => text.get(..comment)?.trim_end_matches(' '),
+        None => text,
+    };
+    match plain {
+        "{}" => return Some(Value::Object(Map::new())),
+        "[]" => return Some(Value::Array(Vec::new())),
+        _ => {}
+    }
+    // `-`, `?` and `:` start a plain scalar when a non-space follows (`-1`, `::/0`)
+    let indicator_then_char = text.starts_with(['-', '?', ':']) && text.get(1..2).is_some_and(|c| c != " ");
+    if starts_with_indicator(text) && !indicator_then_char {
+        return None;
+    }
+    if find_pair(plain, b':', b' ').is_some() || plain.ends_with(':') {
+        return None;
+    }
+    resolve_plain(plain)
+}
+
+/// The rest of a `'...'` scalar after its opening quote (`''` is a quote).
+fn single_quoted(text: &str) -> Option<Value> {
+    let mut content = String::new();
+    let mut rest = text;
+    loop {
+        let end = rest.find('\'')?;
+        content.push_str(rest.get(..end)?);
+        let after = rest.get(end + 1..)?;
+        match after.strip_prefix('\'') {
+            Some(more) => {
+                content.push('\'');
+                rest = more;
+            }
+            None => return ends_after_quote(after).then_some(Value::String(content)),
+        }
+    }
+}
+
+/// Where `first` directly followed by `second` occurs (byte scan: `str::find` with a string
+/// pattern builds a searcher per call, which dominated this reader's time).
+fn find_pair(text: &str, first: u8, second: u8) -> Option<usize> {
+    text.as_bytes().windows(2).position(|w| w == [first, second])
+}
+
+/// A plain key must resolve to a string (libyaml would give `1:` or `null:` another key).
+fn resolves_to_string(key: &str) -> bool {
+    let special = matches!(
+        key.as_bytes().first(),
+        Some(b'0'..=b'9' | b'+' | b'-' | b'.' | b'~')
+    );
+    let word = matches!(
+        key,
+        "null" | "Null" | "NULL" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
+    );
+    (!special && !word) || matches!(resolve_plain(key), Some(Value::String(_)))
+}
+
+/// After a closing quote: only spaces, or spaces then a comment.
+fn ends_after_quote(after: &str) -> bool {
+    let trimmed = after.trim_start_matches(' ');
+    trimmed.is_empty() || (trimmed.starts_with('#') && trimmed.len() < after.len())
+}
+
+/// A plain scalar's value under the YAML 1.2 core schema as `serde_yaml_ng` resolves it:
+/// null, booleans and decimal integers here; anything that could be another kind of number
+/// (floats, `0x`/`0o`/`0b`, `.inf`) is `None`, for libyaml.
+fn resolve_plain(text: &str) -> Option<Value> {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Some(Value::Null),
+        "true" | "True" | "TRUE" => return Some(Value::Bool(true)),
+        "false" | "False" | "FALSE" => return Some(Value::Bool(false)),
+        _ => {}
+    }
+    let (negative, unsigned) = match text.as_bytes().first() {
+        Some(b'-') => (true, text.get(1..)?),
+        Some(b'+') => (false, text.get(1..)?),
+        Some(b) if b.is_ascii_digit() || *b == b'.' => (false, text),
+        _ => return Some(Value::String(text.into())),
+    };
+    if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) {
+        if unsigned.len() > 1 && unsigned.starts_with('0') {
+            // leading zeros make a string in YAML 1.2
+            return Some(Value::String(text.into()));
+        }
+        return if negative {
+            text.parse::<i64>().ok().map(Value::from)
+        } else {
+            unsigned.parse::<u64>().ok().map(Value::from)
+        };
+    }
+    let radix = ["0x", "0o", "0b"].iter().any(|p| unsigned.starts_with(p));
+    if radix || unsigned.starts_with(['.', '+', '-']) || unsigned.parse::<f64>().is_ok() {
+        return None;
+    }
+    Some(Value::String(text.into()))
+}

@@ -1,0 +1,243 @@
+//! The fast reader of Helm-written YAML (`helm_yaml`) against `serde_yaml_ng`, the parser it
+//! stands in for: wherever the fast reader answers, its value is libyaml's value, key order
+//! included; where it does not, `helm_yaml::from_str` is `serde_yaml_ng::from_str`.
+
+mod common;
+
+use common::{load, repo_root};
+use linkerd_injector_policy::helm_yaml;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use rstest::rstest;
+use serde_json::{Map, Value};
+
+/// libyaml's answer, as compact JSON (so key order counts).
+fn full(text: &str) -> Result<String, String> {
+    serde_yaml_ng::from_str::<Value>(text)
+        .map(|v| v.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// Checks the fast reader against libyaml; `true` when the fast reader answered.
+fn agrees(text: &str) -> Result<bool, String> {
+    let fast = helm_yaml::fast(text).map(|v| v.to_string());
+    let full = full(text);
+    let through = helm_yaml::from_str(text)
+        .map(|v| v.to_string())
+        .map_err(|e| e.to_string());
+    if through != full {
+        return Err(format!(
+            "from_str {through:?} != serde_yaml_ng {full:?} for {text:?}"
+        ));
+    }
+    match (fast, full) {
+        (None, _) => Ok(false),
+        (Some(f), Ok(l)) if f == l => Ok(true),
+        (Some(f), other) => Err(format!("fast {f} != serde_yaml_ng {other:?} for {text:?}")),
+    }
+}
+
+fn values_of(tag: &str, golden: &str) -> String {
+    let config_map = load(
+        &format!("tests/fixtures/linkerd-config/{tag}"),
+        &format!("{golden}.yaml"),
+    );
+    config_map["data"]["values"]
+        .as_str()
+        .expect("data.values")
+        .to_owned()
+}
+
+/// Linkerd's own `linkerd-config` documents all take the fast reader.
+#[rstest]
+#[case::edge_26_5_1_default("edge-26.5.1", "install_default")]
+#[case::edge_26_5_1_ha("edge-26.5.1", "install_ha_output")]
+#[case::edge_26_5_1_helm("edge-26.5.1", "install_helm_control_plane_output")]
+#[case::edge_26_8_3_default("edge-26.8.3", "install_default")]
+#[case::edge_26_8_3_ha("edge-26.8.3", "install_ha_output")]
+#[case::edge_26_8_3_helm("edge-26.8.3", "install_helm_control_plane_output")]
+fn linkerd_config_values_take_the_fast_reader(#[case] tag: &str, #[case] golden: &str) {
+    assert_eq!(agrees(&values_of(tag, golden)), Ok(true));
+}
+
+/// Other YAML of the repository: the benchmarks' control plane must be fast; hand-written files
+/// (Linkerd's commented chart values, the shipped settings) must agree wherever it answers.
+#[rstest]
+#[case::benchmark_control_plane("host/data/linkerd-config-values.yaml", true)]
+#[case::chart_values("tests/fixtures/linkerd/charts/linkerd-control-plane/values.yaml", false)]
+#[case::chart_values_ha("tests/fixtures/linkerd/charts/linkerd-control-plane/values-ha.yaml", false)]
+#[case::chart_values_edge_26_5_1("tests/fixtures/linkerd-versions/edge-26.5.1/values.yaml", false)]
+#[case::settings_defaults("deploy/settings/defaults.yaml", true)]
+#[case::settings_ha("deploy/settings/ha.yaml", false)]
+#[case::settings_cni("deploy/settings/cni.yaml", false)]
+#[case::settings_hardened("deploy/settings/hardened.yaml", false)]
+fn repository_yaml(#[case] path: &str, #[case] must_be_fast: bool) {
+    let text = std::fs::read_to_string(repo_root().join(path)).expect("file");
+    let fast = agrees(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert!(fast || !must_be_fast, "{path}: the fast reader declined");
+}
+
+/// What the subset takes (`true`) and what it leaves to libyaml (`false`); either way the answer
+/// equals libyaml's, errors included.
+#[rstest]
+#[case::mapping("a: b\nc: d\n", true)]
+#[case::nested("a:\n  b:\n    c: 1\n", true)]
+#[case::compact_sequence("a:\n- x\n- y\nb: 1\n", true)]
+#[case::indented_sequence("a:\n  - x\n  - y\n", true)]
+#[case::sequence_of_mappings("a:\n- k: v\n  l: w\n- k: z\n", true)]
+#[case::sequence_in_sequence_mapping("a:\n- k:\n  - 1\n  - 2\n  l: w\n", true)]
+#[case::null_items("a:\n-\n- x\n", true)]
+#[case::literal_clip("a: |\n  x\n\n  y\n\n\nb: 1\n", true)]
+#[case::literal_strip("a: |-\n  x\n  y\nb: 1\n", true)]
+#[case::literal_deeper_lines("a: |\n  x\n    y\n  # not a comment\n", true)]
+#[case::literal_at_end("a: |\n  x\n", true)]
+#[case::literal_in_sequence_mapping("a:\n- pem: |\n    x\n  b: 1\n", true)]
+#[case::literal_without_final_newline("a: |\n  x", false)]
+#[case::literal_keep("a: |+\n  x\n\n", false)]
+#[case::literal_indicator("a: |2\n   x\n", false)]
+#[case::literal_leading_blank("a: |\n\n  x\n", false)]
+#[case::literal_not_deeper("a: |\nb: 1\n", false)]
+#[case::literal_in_sequence("a:\n- |\n  x\n", false)]
+#[case::folded("a: >\n  x\n  y\n", false)]
+#[case::anchor_alias("a: &x 1\nb: *x\n", false)]
+#[case::tag("a: !!str 1\n", false)]
+#[case::flow_mapping("a: {b: 1}\n", false)]
+#[case::flow_sequence("a: [1, 2]\n", false)]
+#[case::empty_flow("a: {}\nb: []\nc: {} # c\n", true)]
+#[case::multi_line_plain("a: x\n  y\n", false)]
+#[case::multi_line_quoted("a: \"x\n  y\"\n", false)]
+#[case::escapes("a: \"x\\ny\"\n", false)]
+#[case::double_quoted("a: \"x: y # z\"\nb: \"\"\nc: \"1\" # c\n", true)]
+#[case::single_quoted("a: 'it''s'\nb: ''\nc: 'x: #y'\n", true)]
+#[case::quote_then_text("a: \"x\"y\n", false)]
+#[case::comments("# head\na: b # c\n  # indented comment\nc: d#e\nf: # null\n", true)]
+#[case::trailing_spaces("a: b   \nc:   \n", true)]
+#[case::float("a: 1.5\n", false)]
+#[case::exponent("a: 1e3\n", false)]
+#[case::hex("a: 0x1F\n", false)]
+#[case::octal("a: 0o17\n", false)]
+#[case::infinity("a: .inf\n", false)]
+#[case::integers("a: 0\nb: -1\nc: +5\nd: 2103\ne: -0\n", true)]
+#[case::leading_zeros("a: 0755\nb: -01\nc: +00\n", true)]
+#[case::big_integer("a: 99999999999999999999\n", false)]
+#[case::number_like_strings("a: 10.0.0.0/8\nb: 25%\nc: 1h0m0s\nd: 1.2.3\ne: 1_000\nf: 1e\n", true)]
+#[case::null_and_bool_forms("a: ~\nb: null\nc: Null\nd: NULL\ne: true\nf: True\ng: FALSE\nh:\n", true)]
+#[case::yaml_1_1_words("a: yes\nb: on\nc: off\nd: y\ne: nan\nf: infinity\n", true)]
+#[case::dash_scalars("a: -x\nb: -foo-\n", true)]
+#[case::double_sign("a: --\nb: +-1\n", false)]
+#[case::dash_alone("a: -\n", false)]
+#[case::colon_in_plain("a: http://x:80/y\nb: a:b\nc:\n- ::/0\nd: ?x\n", true)]
+#[case::indicator_alone("a: ?\n", false)]
+#[case::mapping_in_value("a: b: c\n", false)]
+#[case::duplicate_key("a: 1\na: 2\n", false)]
+#[case::null_key("null: 1\n", false)]
+#[case::numeric_key("1: a\n", false)]
+#[case::bool_key("true: a\n", false)]
+#[case::merge_key("a:\n  <<: {b: 1}\n", false)]
+#[case::quoted_key("\"a\": 1\n", false)]
+#[case::complex_key("? a\n: b\n", false)]
+#[case::tab("a:\tb\n", false)]
+#[case::crlf("a: b\r\n", false)]
+#[case::bom("\u{feff}a: b\n", false)]
+#[case::document_start("---\na: 1\n", false)]
+#[case::document_end("a: 1\n...\n", false)]
+#[case::directive("%YAML 1.2\n---\na: 1\n", false)]
+#[case::top_level_sequence("- a\n- b\n", false)]
+#[case::top_level_scalar("x\n", false)]
+#[case::empty("", false)]
+#[case::only_comments("# nothing\n", false)]
+#[case::indented_top("  a: 1\n", false)]
+#[case::uneven_indentation("a:\n    b: 1\n  c: 2\n", false)]
+#[case::sequence_after_entries("a:\n  b: 1\n  - c\n", false)]
+#[case::nested_sequence("a:\n- - x\n", false)]
+#[case::unicode("a: héllo wörld ✓\n", true)]
+#[case::control_character("a: b\u{7}\n", false)]
+#[case::unclosed_quote("a: 'x\n", false)]
+fn subset(#[case] text: &str, #[case] fast: bool) {
+    assert_eq!(agrees(text), Ok(fast), "{text:?}");
+}
+
+fn scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        "[ -~]{0,12}".prop_map(Value::String),
+        "[a-z0-9.:#'\" -]{0,10}(\n[a-z #-]{0,8}){0,3}\n?".prop_map(Value::String),
+        prop::sample::select(vec![
+            "~", "yes", "0755", "-1", "1.5", "0x10", "null", "", " x ", "- x", "a: b"
+        ])
+        .prop_map(|s| Value::String(s.into())),
+    ]
+}
+
+fn document() -> impl Strategy<Value = Value> {
+    let key = "[a-zA-Z][a-zA-Z0-9./_-]{0,8}";
+    let tree = scalar().prop_recursive(4, 48, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((key, inner), 0..5)
+                .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+        ]
+    });
+    prop::collection::vec((key, tree), 1..6)
+        .prop_map(|entries| Value::Object(entries.into_iter().collect::<Map<_, _>>()))
+}
+
+/// Edits that YAML's structure depends on, made at random places of Linkerd's default values.
+fn edit() -> impl Strategy<Value = (prop::sample::Index, &'static str, usize)> {
+    let pieces = vec![
+        " ", "  ", "\n", ":", ": ", "- ", "-", "#", " #", "|", "|-", "\"", "'", "{", "[", "&a ", "*a", "!",
+        "0", "1.5", "\t", "\\", "~", "a",
+    ];
+    (
+        any::<prop::sample::Index>(),
+        prop::sample::select(pieces),
+        0usize..3,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Documents written by libyaml's emitter: where the fast reader answers, it agrees.
+    #[test]
+    fn emitted_documents_agree(doc in document()) {
+        let text = serde_yaml_ng::to_string(&doc).expect("emit");
+        agrees(&text).map_err(TestCaseError::fail)?;
+    }
+
+    /// Linkerd's default values with up to three edits (insertions or deletions): the fast
+    /// reader agrees with libyaml or declines, and never answers where libyaml fails.
+    #[test]
+    fn edited_linkerd_values_agree(edits in prop::collection::vec(edit(), 1..4)) {
+        let mut text = values_of("edge-26.8.3", "install_default");
+        for (at, piece, delete) in edits {
+            let mut i = at.index(text.len() + 1);
+            while !text.is_char_boundary(i) { i -= 1; }
+            let mut end = (i + delete).min(text.len());
+            while !text.is_char_boundary(end) { end += 1; }
+            text.replace_range(i..end, if delete > 0 { "" } else { piece });
+        }
+        agrees(&text).map_err(TestCaseError::fail)?;
+    }
+}
+
+/// The generated documents exercise the fast reader, not only the fallback.
+#[test]
+fn emitted_documents_mostly_take_the_fast_reader() {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let (mut fast, total) = (0, 300);
+    for _ in 0..total {
+        let doc = document().new_tree(&mut runner).expect("tree").current();
+        let text = serde_yaml_ng::to_string(&doc).expect("emit");
+        if agrees(&text).expect("agrees") {
+            fast += 1;
+        }
+    }
+    assert!(
+        fast * 4 >= total,
+        "only {fast} of {total} emitted documents took the fast reader"
+    );
+}
