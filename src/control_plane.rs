@@ -75,10 +75,13 @@ fn read(settings: &Settings, cluster: &dyn Cluster) -> Result<Settings, ValuesEr
     let Some(text) = config_map.pointer("/data/values").and_then(Value::as_str) else {
         return Err(ValuesError::MissingKey { at });
     };
-    let values: Value = crate::helm_yaml::from_str(text).map_err(|e| ValuesError::NotYaml {
-        at: at.clone(),
-        message: e.to_string(),
-    })?;
+    let values: Value =
+        crate::helm_yaml::from_str_keeping(text, Settings::reads_top_level_key).map_err(|e| {
+            ValuesError::NotYaml {
+                at: at.clone(),
+                message: e.to_string(),
+            }
+        })?;
     settings
         .over_values(values)
         .map_err(|source| ValuesError::Invalid { at, source })

@@ -8,40 +8,68 @@
 //! [`from_str`] hands the whole document to `serde_yaml_ng`, so what the policy sees, and every
 //! error message, is exactly `serde_yaml_ng`'s answer. `tests/helm_yaml.rs` checks the two agree.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
 
 /// Parses a YAML document into JSON values, exactly as `serde_yaml_ng::from_str` does.
 pub fn from_str(text: &str) -> Result<Value, serde_yaml_ng::Error> {
-    match fast(text) {
-        Some(value) => Ok(value),
-        None => serde_yaml_ng::from_str(text),
+    from_str_keeping(text, |_| true)
+}
+
+/// [`from_str`], then only the top-level keys `keep` accepts: the others are checked as YAML
+/// but never built (most of `linkerd-config`'s values are for other components).
+pub fn from_str_keeping(text: &str, keep: impl Fn(&str) -> bool) -> Result<Value, serde_yaml_ng::Error> {
+    if let Some(value) = fast_keeping(text, &keep) {
+        return Ok(value);
     }
+    let mut value: Value = serde_yaml_ng::from_str(text)?;
+    if let Value::Object(map) = &mut value {
+        map.retain(|key, _| keep(key));
+    }
+    Ok(value)
 }
 
 /// The subset reader alone: `None` when the document is outside the subset (or not YAML).
 /// Public so the tests can tell which reader answered.
 pub fn fast(text: &str) -> Option<Value> {
+    fast_keeping(text, &|_| true)
+}
+
+/// The subset reader, building only the top-level keys `keep` accepts.
+pub fn fast_keeping(text: &str, keep: &dyn Fn(&str) -> bool) -> Option<Value> {
     let mut reader = Reader::new(text)?;
-    let (indent, line) = reader.peek()?;
-    if indent != 0 || is_dash(line) {
-        return None;
+    let mut map = Map::new();
+    reader.peek()?;
+    while let Some((indent, line)) = reader.peek() {
+        if indent != 0 || is_dash(line) {
+            return None;
+        }
+        reader.pos += 1;
+        reader.build = keep(split_key(line)?.0);
+        reader.entry(0, line, &mut map)?;
     }
-    let value = reader.mapping(0, Map::new())?;
-    reader.peek().is_none().then_some(value)
+    Some(Value::Object(map))
 }
 
 struct Reader<'a> {
     lines: Vec<&'a str>,
     pos: usize,
     ends_with_newline: bool,
+    /// Whether values are built; off for a top-level key the caller does not keep, whose
+    /// block is still read, so that a document libyaml refuses is never taken.
+    build: bool,
 }
 
 impl<'a> Reader<'a> {
     fn new(text: &'a str) -> Option<Self> {
         // Only printable characters, no tabs, CRs or byte-order marks: libyaml's rules there
         // are subtle, so such documents take the full parser.
-        let printable = |b: &u8| *b == b'\n' || (b' '..=b'~').contains(b);
-        if !text.as_bytes().iter().all(printable)
+        // no early exit, so the compiler can check many bytes at once
+        let ascii = text
+            .as_bytes()
+            .iter()
+            .fold(true, |ok, &b| ok & (b == b'\n' || (b' '..=b'~').contains(&b)));
+        if !ascii
             && !text
                 .chars()
                 .all(|c| c == '\n' || (' '..='~').contains(&c) || plain_unicode(c))
@@ -60,6 +88,7 @@ impl<'a> Reader<'a> {
             lines,
             pos: 0,
             ends_with_newline: text.ends_with('\n'),
+            build: true,
         })
     }
 
@@ -97,8 +126,11 @@ impl<'a> Reader<'a> {
             "" => self.nested(indent, true)?,
             "|" => self.literal(indent, true)?,
             "|-" => self.literal(indent, false)?,
-            _ => scalar(rest)?,
+            _ => self.value(scalar(rest)?),
         };
+        if !self.build {
+            return Some(());
+        }
         match map.entry(key) {
             serde_json::map::Entry::Vacant(slot) => {
                 slot.insert(value);
@@ -133,7 +165,10 @@ impl<'a> Reader<'a> {
             let after = line.get(1..)?;
             let body = after.trim_start_matches(' ');
             let column = indent + 1 + after.len() - body.len();
-            items.push(self.item(indent, column, body)?);
+            let item = self.item(indent, column, body)?;
+            if self.build {
+                items.push(item);
+            }
         }
         Some(Value::Array(items))
     }
@@ -151,7 +186,15 @@ impl<'a> Reader<'a> {
             self.entry(column, body, &mut map)?;
             return self.mapping(column, map);
         }
-        scalar(body)
+        Some(self.value(scalar(body)?))
+    }
+
+    fn value(&self, scalar: Scalar<'_>) -> Value {
+        if self.build {
+            scalar.into_value()
+        } else {
+            Value::Null
+        }
     }
 
     /// A `|` (clip) or `|-` (strip) block under a key at column `indent`.
@@ -173,7 +216,9 @@ impl<'a> Reader<'a> {
                 }
                 text.push('\n');
             } else if at >= content_indent {
-                text.push_str(line.get(content_indent..)?);
+                if self.build {
+                    text.push_str(line.get(content_indent..)?);
+                }
                 text.push('\n');
             } else {
                 break;
@@ -218,17 +263,60 @@ fn split_key(line: &str) -> Option<(&str, &str)> {
 /// Characters that may not start a plain scalar here (or that start a construct left to
 /// libyaml).
 fn starts_with_indicator(text: &str) -> bool {
-    text.starts_with([
-        '-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`',
-    ])
+    matches!(
+        text.as_bytes().first(),
+        Some(
+            b'-' | b'?'
+                | b':'
+                | b','
+                | b'['
+                | b']'
+                | b'{'
+                | b'}'
+                | b'#'
+                | b'&'
+                | b'*'
+                | b'!'
+                | b'|'
+                | b'>'
+                | b'\''
+                | b'"'
+                | b'%'
+                | b'@'
+                | b'`'
+        )
+    )
+}
+
+/// A one-line scalar, not yet a `Value` (values of keys not kept are never built).
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    Str(Cow<'a, str>),
+    EmptyMapping,
+    EmptySequence,
+}
+
+impl Scalar<'_> {
+    fn into_value(self) -> Value {
+        match self {
+            Scalar::Null => Value::Null,
+            Scalar::Bool(b) => Value::Bool(b),
+            Scalar::Number(n) => Value::Number(n),
+            Scalar::Str(s) => Value::String(s.into_owned()),
+            Scalar::EmptyMapping => Value::Object(Map::new()),
+            Scalar::EmptySequence => Value::Array(Vec::new()),
+        }
+    }
 }
 
 /// A one-line scalar after `key: ` or `- `.
-fn scalar(text: &str) -> Option<Value> {
+fn scalar(text: &str) -> Option<Scalar<'_>> {
     if let Some(quoted) = text.strip_prefix('"') {
         let end = quoted.find('"')?;
         let (content, after) = (quoted.get(..end)?, quoted.get(end + 1..)?);
-        return (!content.contains('\\') && ends_after_quote(after)).then(|| Value::String(content.into()));
+        return (!content.contains('\\') && ends_after_quote(after)).then_some(Scalar::Str(content.into()));
     }
     if let Some(quoted) = text.strip_prefix('\'') {
         return single_quoted(quoted);
@@ -238,8 +326,8 @@ fn scalar(text: &str) -> Option<Value> {
         None => text,
     };
     match plain {
-        "{}" => return Some(Value::Object(Map::new())),
-        "[]" => return Some(Value::Array(Vec::new())),
+        "{}" => return Some(Scalar::EmptyMapping),
+        "[]" => return Some(Scalar::EmptySequence),
         _ => {}
     }
     // `-`, `?` and `:` start a plain scalar when a non-space follows (`-1`, `::/0`)
@@ -254,7 +342,7 @@ fn scalar(text: &str) -> Option<Value> {
 }
 
 /// The rest of a `'...'` scalar after its opening quote (`''` is a quote).
-fn single_quoted(text: &str) -> Option<Value> {
+fn single_quoted(text: &str) -> Option<Scalar<'_>> {
     let mut content = String::new();
     let mut rest = text;
     loop {
@@ -266,7 +354,7 @@ fn single_quoted(text: &str) -> Option<Value> {
                 content.push('\'');
                 rest = more;
             }
-            None => return ends_after_quote(after).then_some(Value::String(content)),
+            None => return ends_after_quote(after).then_some(Scalar::Str(content.into())),
         }
     }
 }
@@ -274,7 +362,16 @@ fn single_quoted(text: &str) -> Option<Value> {
 /// Where `first` directly followed by `second` occurs (byte scan: `str::find` with a string
 /// pattern builds a searcher per call, which dominated this reader's time).
 fn find_pair(text: &str, first: u8, second: u8) -> Option<usize> {
-    text.as_bytes().windows(2).position(|w| w == [first, second])
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(at) = bytes.get(from..)?.iter().position(|&b| b == first) {
+        let at = from + at;
+        if bytes.get(at + 1) == Some(&second) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 /// A plain key must resolve to a string (libyaml would give `1:` or `null:` another key).
@@ -287,7 +384,7 @@ fn resolves_to_string(key: &str) -> bool {
         key,
         "null" | "Null" | "NULL" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
     );
-    (!special && !word) || matches!(resolve_plain(key), Some(Value::String(_)))
+    (!special && !word) || matches!(resolve_plain(key), Some(Scalar::Str(_)))
 }
 
 /// After a closing quote: only spaces, or spaces then a comment.
@@ -299,33 +396,33 @@ fn ends_after_quote(after: &str) -> bool {
 /// A plain scalar's value under the YAML 1.2 core schema as `serde_yaml_ng` resolves it:
 /// null, booleans and decimal integers here; anything that could be another kind of number
 /// (floats, `0x`/`0o`/`0b`, `.inf`) is `None`, for libyaml.
-fn resolve_plain(text: &str) -> Option<Value> {
+fn resolve_plain(text: &str) -> Option<Scalar<'_>> {
     match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Some(Value::Null),
-        "true" | "True" | "TRUE" => return Some(Value::Bool(true)),
-        "false" | "False" | "FALSE" => return Some(Value::Bool(false)),
+        "" | "~" | "null" | "Null" | "NULL" => return Some(Scalar::Null),
+        "true" | "True" | "TRUE" => return Some(Scalar::Bool(true)),
+        "false" | "False" | "FALSE" => return Some(Scalar::Bool(false)),
         _ => {}
     }
     let (negative, unsigned) = match text.as_bytes().first() {
         Some(b'-') => (true, text.get(1..)?),
         Some(b'+') => (false, text.get(1..)?),
         Some(b) if b.is_ascii_digit() || *b == b'.' => (false, text),
-        _ => return Some(Value::String(text.into())),
+        _ => return Some(Scalar::Str(text.into())),
     };
     if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) {
         if unsigned.len() > 1 && unsigned.starts_with('0') {
             // leading zeros make a string in YAML 1.2
-            return Some(Value::String(text.into()));
+            return Some(Scalar::Str(text.into()));
         }
         return if negative {
-            text.parse::<i64>().ok().map(Value::from)
+            text.parse::<i64>().ok().map(|n| Scalar::Number(n.into()))
         } else {
-            unsigned.parse::<u64>().ok().map(Value::from)
+            unsigned.parse::<u64>().ok().map(|n| Scalar::Number(n.into()))
         };
     }
     let radix = ["0x", "0o", "0b"].iter().any(|p| unsigned.starts_with(p));
     if radix || unsigned.starts_with(['.', '+', '-']) || unsigned.parse::<f64>().is_ok() {
         return None;
     }
-    Some(Value::String(text.into()))
+    Some(Scalar::Str(text.into()))
 }

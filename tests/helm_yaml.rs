@@ -6,6 +6,7 @@ mod common;
 
 use common::{load, repo_root};
 use linkerd_injector_policy::helm_yaml;
+use linkerd_injector_policy::settings::Settings;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use rstest::rstest;
@@ -37,6 +38,36 @@ fn agrees(text: &str) -> Result<bool, String> {
     }
 }
 
+/// The same with only the settings' top-level keys kept, against libyaml's whole document with
+/// the other keys removed.
+fn agrees_keeping(text: &str) -> Result<bool, String> {
+    let keep = Settings::reads_top_level_key;
+    let expected = serde_yaml_ng::from_str::<Value>(text)
+        .map(|mut v| {
+            if let Value::Object(map) = &mut v {
+                map.retain(|k, _| keep(k));
+            }
+            v.to_string()
+        })
+        .map_err(|e| e.to_string());
+    let through = helm_yaml::from_str_keeping(text, keep)
+        .map(|v| v.to_string())
+        .map_err(|e| e.to_string());
+    if through != expected {
+        return Err(format!(
+            "from_str_keeping {through:?} != {expected:?} for {text:?}"
+        ));
+    }
+    match (
+        helm_yaml::fast_keeping(text, &keep).map(|v| v.to_string()),
+        expected,
+    ) {
+        (None, _) => Ok(false),
+        (Some(f), Ok(l)) if f == l => Ok(true),
+        (Some(f), other) => Err(format!("fast_keeping {f} != {other:?} for {text:?}")),
+    }
+}
+
 fn values_of(tag: &str, golden: &str) -> String {
     let config_map = load(
         &format!("tests/fixtures/linkerd-config/{tag}"),
@@ -57,7 +88,14 @@ fn values_of(tag: &str, golden: &str) -> String {
 #[case::edge_26_8_3_ha("edge-26.8.3", "install_ha_output")]
 #[case::edge_26_8_3_helm("edge-26.8.3", "install_helm_control_plane_output")]
 fn linkerd_config_values_take_the_fast_reader(#[case] tag: &str, #[case] golden: &str) {
-    assert_eq!(agrees(&values_of(tag, golden)), Ok(true));
+    let text = values_of(tag, golden);
+    assert_eq!(agrees(&text), Ok(true));
+    assert_eq!(agrees_keeping(&text), Ok(true));
+    let kept = helm_yaml::from_str_keeping(&text, Settings::reads_top_level_key).unwrap();
+    assert!(
+        kept.get("proxy").is_some() && kept.get("controllerImage").is_none(),
+        "{kept}"
+    );
 }
 
 /// Other YAML of the repository: the benchmarks' control plane must be fast; hand-written files
@@ -155,6 +193,15 @@ fn repository_yaml(#[case] path: &str, #[case] must_be_fast: bool) {
 #[case::unclosed_quote("a: 'x\n", false)]
 fn subset(#[case] text: &str, #[case] fast: bool) {
     assert_eq!(agrees(text), Ok(fast), "{text:?}");
+    // the same document under a kept key and under a dropped one
+    for key in ["proxy", "controller"] {
+        let nested = format!(
+            "{key}:\n{}",
+            text.lines().map(|l| format!("  {l}\n")).collect::<String>()
+        );
+        agrees_keeping(&nested).unwrap();
+        agrees_keeping(&format!("{text}{key}: 1\n")).unwrap();
+    }
 }
 
 fn scalar() -> impl Strategy<Value = Value> {
@@ -221,6 +268,7 @@ proptest! {
             text.replace_range(i..end, if delete > 0 { "" } else { piece });
         }
         agrees(&text).map_err(TestCaseError::fail)?;
+        agrees_keeping(&text).map_err(TestCaseError::fail)?;
     }
 }
 

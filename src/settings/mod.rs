@@ -220,6 +220,17 @@ fn strip_nulls(value: &mut Value) {
 mod tests {
     use super::*;
 
+    /// The list the values reader keeps is exactly the serialised fields.
+    #[test]
+    fn top_level_keys_are_the_fields() {
+        let defaults = serde_json::to_value(Settings::default()).unwrap();
+        let mut fields: Vec<&str> = defaults.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut listed = Settings::TOP_LEVEL_KEYS.to_vec();
+        fields.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(fields, listed);
+    }
+
     /// `from_value` returns the defaults for an empty document without validating them.
     #[test]
     fn defaults_pass_validation() {

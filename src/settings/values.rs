@@ -38,6 +38,33 @@ pub struct Settings {
     pub overrides: Value,
 }
 
+impl Settings {
+    /// The top-level keys these settings read (their serde names). A values document's other
+    /// keys change nothing, so `linkerd-config`'s are never built
+    /// (`helm_yaml::from_str_keeping`); a unit test keeps the list equal to the fields.
+    pub const TOP_LEVEL_KEYS: &[&str] = &[
+        "policy",
+        "linkerdVersion",
+        "clusterDomain",
+        "clusterNetworks",
+        "imagePullPolicy",
+        "cniEnabled",
+        "disableIPv6",
+        "identityTrustAnchorsPEM",
+        "identityTrustDomain",
+        "identity",
+        "proxy",
+        "proxyInit",
+        "networkValidator",
+        "debugContainer",
+    ];
+
+    /// Whether `key` is one of [`Settings::TOP_LEVEL_KEYS`].
+    pub fn reads_top_level_key(key: &str) -> bool {
+        Self::TOP_LEVEL_KEYS.contains(&key)
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Self {
