@@ -10,6 +10,7 @@
 //! `instantiate` / `instantiate-floor`; `dump` prints the guest's answer (compare two builds);
 //! `payload` / `objects` print the scenario's `validate` payload / cluster objects.
 //! SCENARIO: typical, bare, skipped, service, containers20, env1500, pod64k, pod1m.
+//! SETTINGS=<settings YAML> sends that document instead of empty settings.
 //! Divide the counted instructions by N. `benches/callgrind.sh` runs the usual set.
 
 use std::hint::black_box;
@@ -67,7 +68,17 @@ fn main() {
         "pod1m" => world.sized("pod1m", "1 MB pod", 1024 * 1024),
         other => panic!("unknown scenario {other}"),
     };
-    let settings = world::settings();
+    // SETTINGS=deploy/settings/defaults.yaml profiles with a shipped settings document
+    let (settings, s) = match std::env::var("SETTINGS") {
+        Ok(path) => {
+            let text = std::fs::read_to_string(&path).expect("SETTINGS file");
+            let doc: serde_json::Value = serde_yaml_ng::from_str(&text).expect("SETTINGS is YAML");
+            let settings = Settings::from_value(&doc).expect("SETTINGS is a mapping");
+            let payload = world::payload(&s.request, &settings);
+            (settings, Scenario { payload, ..s })
+        }
+        Err(_) => (world::settings(), s),
+    };
     match mode {
         // the `validate` payload / the cluster objects, for tools outside this workspace
         "payload" => {

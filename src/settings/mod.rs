@@ -18,6 +18,7 @@ pub use policy::{
 };
 pub use values::*;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 /// One invalid setting.
@@ -78,7 +79,12 @@ impl Settings {
         if value.as_object().is_some_and(|m| m.is_empty()) {
             return Ok(Settings::default());
         }
-        let mut settings = decode_over_defaults([value.clone()])?;
+        // A document of only the `policy` block (the shipped `defaults.yaml`) is the defaults
+        // plus that block; anything else, or any error, takes the general path and its messages.
+        let mut settings = match policy_only(&value) {
+            Some(settings) => settings,
+            None => decode_over_defaults([value.clone()])?,
+        };
         settings.overrides = value;
         Ok(settings)
     }
@@ -111,6 +117,21 @@ impl Settings {
             &self.identity_trust_domain
         }
     }
+}
+
+/// The defaults with the document's `policy` block, when that is all it has and it is valid:
+/// what [`decode_over_defaults`] gives for it (the block is flat, so merging it over the
+/// default block is deserialising it alone), without building the defaults document.
+fn policy_only(document: &Value) -> Option<Settings> {
+    let map = document.as_object()?;
+    let block = map.get("policy").filter(|_| map.len() == 1)?;
+    let mut settings = Settings {
+        policy: PolicyOptions::deserialize(block).ok()?,
+        ..Settings::default()
+    };
+    settings.proxy.native_sidecar =
+        policy::native_sidecar_default(&settings.linkerd_version, settings.policy.render_version);
+    validate::validate(&settings).is_empty().then_some(settings)
 }
 
 /// Keys that hold objects; serde would also accept arrays for them.
@@ -179,11 +200,15 @@ fn decode_over_defaults<const N: usize>(layers: [Value; N]) -> Result<Settings, 
     for layer in layers.into_iter().filter(|l| !l.is_null()) {
         merge(&mut merged, layer);
     }
-    let settings: Settings = serde_path_to_error::deserialize(merged).map_err(|e| {
-        let path = e.path().to_string();
-        let path = if path == "." { String::new() } else { path };
-        SettingsError(vec![FieldError::new(path, e.into_inner().to_string())])
-    })?;
+    // Tracking the path of every key costs an allocation per key: only an error needs it.
+    let settings = match Settings::deserialize(&merged) {
+        Ok(settings) => settings,
+        Err(_) => serde_path_to_error::deserialize(&merged).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            SettingsError(vec![FieldError::new(path, e.into_inner().to_string())])
+        })?,
+    };
     let errors = validate::validate(&settings);
     if errors.is_empty() {
         Ok(settings)
@@ -229,6 +254,41 @@ mod tests {
         fields.sort_unstable();
         listed.sort_unstable();
         assert_eq!(fields, listed);
+    }
+
+    /// The `policy`-only shortcut gives what the general path gives, pins on both sides of
+    /// the native-sidecar change included; an invalid block is left to the general path.
+    #[test]
+    fn policy_only_documents_decode_as_the_general_path() {
+        use serde_json::json;
+        for block in [
+            json!({}),
+            json!({"trustAnchors": "configMap"}),
+            json!({"renderVersion": "edge-26.1.1"}),
+            json!({"renderVersion": "edge-26.8.3", "mode": "verify"}),
+            json!({"renderVersion": ""}),
+            json!({"valuesFrom": "settings", "allowedImages": ["cr.l5d.io/"], "restrictedAnnotations": ["config.linkerd.io/proxy-uid"]}),
+            json!({"controlPlaneNamespace": "mesh", "linkerdConfigFailure": "settings", "ownerResolution": "lookup"}),
+        ] {
+            let doc = json!({ "policy": block });
+            let shortcut = policy_only(&doc).unwrap_or_else(|| panic!("{doc}"));
+            assert_eq!(shortcut, decode_over_defaults([doc.clone()]).unwrap(), "{doc}");
+        }
+        for block in [
+            json!({"mode": "both"}),
+            json!({"renderVersion": "edge-20.1.1"}),
+            json!({"trustAnchors": "inline"}),
+            json!({"controlPlaneNamespace": "Not_A_Label"}),
+            json!({"allowedImages": [""]}),
+        ] {
+            let doc = json!({ "policy": block });
+            assert_eq!(policy_only(&doc), None, "{doc}");
+            assert!(decode_over_defaults([doc.clone()]).is_err(), "{doc}");
+        }
+        assert_eq!(
+            policy_only(&json!({"policy": {}, "proxy": {"logLevel": "debug"}})),
+            None
+        );
     }
 
     /// `from_value` returns the defaults for an empty document without validating them.

@@ -217,11 +217,15 @@ pub(super) fn apply_version_defaults(defaults: &mut Value, layers: &[Value]) {
     let pin = top("/policy/renderVersion")
         .and_then(Value::as_str)
         .and_then(render_version_pin);
-    let rendering = Rendering::of(linkerd_version, pin);
+    let native_sidecar = native_sidecar_default(linkerd_version, pin);
     if let Some(proxy) = defaults.get_mut("proxy").and_then(Value::as_object_mut) {
-        proxy.insert(
-            "nativeSidecar".into(),
-            Value::Bool(rendering.version.native_sidecar_by_default()),
-        );
+        proxy.insert("nativeSidecar".into(), Value::Bool(native_sidecar));
     }
+}
+
+/// The chart's `proxy.nativeSidecar` default for the release that renders.
+pub(super) fn native_sidecar_default(linkerd_version: &str, pin: Option<Edge>) -> bool {
+    Rendering::of(linkerd_version, pin)
+        .version
+        .native_sidecar_by_default()
 }
