@@ -83,7 +83,7 @@ impl Settings {
         // plus that block; anything else, or any error, takes the general path and its messages.
         let mut settings = match policy_only(&value) {
             Some(settings) => settings,
-            None => decode_over_defaults([value.clone()])?,
+            None => decode_layers([value.clone()])?,
         };
         settings.overrides = value;
         Ok(settings)
@@ -102,7 +102,7 @@ impl Settings {
         map.remove("identityTrustAnchorsPEM");
         strip_nulls(&mut values);
         check_shapes(&values)?;
-        let mut settings = decode_over_defaults([values, self.overrides.clone()])?;
+        let mut settings = decode_layers([values, self.overrides.clone()])?;
         // The policy block is this policy's alone, never the cluster's: keep it as decoded.
         settings.policy = self.policy.clone();
         settings.overrides = self.overrides.clone();
@@ -189,6 +189,87 @@ fn check_shapes(value: &Value) -> Result<(), SettingsError> {
     } else {
         Err(SettingsError(errors))
     }
+}
+
+/// The layers merged as Helm merges them, decoded over the chart defaults. The layers alone are
+/// merged and deserialised: a key no layer sets takes its struct's serde default, which is the
+/// chart default, except under the blocks of [`PARTIAL_DEFAULTS`], which a parent defaults
+/// differently from the block's type and which are completed first. Building the whole defaults
+/// document cost more than the rest of the decode in a fresh instance. Any error is explained
+/// by [`decode_over_defaults`], which gives the same settings (`decode_layers_as_over_the_defaults`
+/// below checks every partial block).
+fn decode_layers<const N: usize>(layers: [Value; N]) -> Result<Settings, SettingsError> {
+    // Merging layers before the defaults differs from Helm's order only where a layer sets a
+    // non-object at or above a partial block: rare, so it takes the reference path.
+    let non_object_at_partial = PARTIAL_DEFAULTS.iter().any(|(path, _)| {
+        layers.iter().any(|layer| {
+            (1..=path.len()).any(|n| {
+                let found = path.iter().take(n).try_fold(layer, |v, k| v.get(*k));
+                found.is_some_and(|v| !v.is_object() && !v.is_null())
+            })
+        })
+    });
+    if non_object_at_partial {
+        return decode_over_defaults(layers);
+    }
+    let native_sidecar_set = layers.iter().any(|l| l.pointer("/proxy/nativeSidecar").is_some());
+    let mut merged = Value::Object(Default::default());
+    for layer in layers.into_iter().filter(|l| !l.is_null()) {
+        merge(&mut merged, layer);
+    }
+    for (path, default) in PARTIAL_DEFAULTS {
+        if let Some(block @ Value::Object(_)) = path.iter().try_fold(&mut merged, |v, k| v.get_mut(*k)) {
+            let mut full = default();
+            merge(&mut full, std::mem::take(block));
+            *block = full;
+        }
+    }
+    // The completed blocks hold what the defaults document would: the reference path over
+    // `merged` gives the same settings, and names the key of an error.
+    let Ok(mut settings) = Settings::deserialize(&merged) else {
+        return decode_over_defaults([merged]);
+    };
+    if !native_sidecar_set {
+        settings.proxy.native_sidecar =
+            policy::native_sidecar_default(&settings.linkerd_version, settings.policy.render_version);
+    }
+    let errors = validate::validate(&settings);
+    if errors.is_empty() {
+        Ok(settings)
+    } else {
+        Err(SettingsError(errors))
+    }
+}
+
+/// Blocks whose chart default is not their type's `Default` (a parent sets it), or that are
+/// free-form maps with default keys: a partial block is merged over that default.
+type PartialDefault = (&'static [&'static str], fn() -> Value);
+const PARTIAL_DEFAULTS: &[PartialDefault] = &[
+    (&["proxy", "image"], || to_value(Proxy::default().image)),
+    (&["proxy", "runtime", "workers"], || {
+        to_value(Runtime::default().workers)
+    }),
+    (&["proxy", "livenessProbe"], || {
+        to_value(Proxy::default().liveness_probe)
+    }),
+    (&["proxy", "readinessProbe"], || {
+        to_value(Proxy::default().readiness_probe)
+    }),
+    (&["proxy", "inbound"], || Proxy::default().inbound),
+    (&["proxy", "outbound"], || Proxy::default().outbound),
+    (&["proxy", "tracing", "labels"], || {
+        to_value(Tracing::default().labels)
+    }),
+    (&["networkValidator", "securityContext"], || {
+        NetworkValidator::default().security_context
+    }),
+    (&["debugContainer", "image"], || {
+        to_value(DebugContainer::default().image)
+    }),
+];
+
+fn to_value<T: serde::Serialize>(value: T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 /// Like Helm, each layer is merged over the chart defaults in turn: a partial block
@@ -289,6 +370,89 @@ mod tests {
             policy_only(&json!({"policy": {}, "proxy": {"logLevel": "debug"}})),
             None
         );
+    }
+
+    /// `{a: {b: value}}` for the path `[a, b]`.
+    fn nest(path: &[String], value: Value) -> Value {
+        path.iter().rev().fold(value, |v, k| {
+            Value::Object([(k.clone(), v)].into_iter().collect())
+        })
+    }
+
+    fn every_key(v: &Value, path: &mut Vec<String>, out: &mut Vec<Value>) {
+        if let Value::Object(map) = v {
+            for (k, child) in map {
+                path.push(k.clone());
+                out.push(nest(path, child.clone()));
+                every_key(child, path, out);
+                path.pop();
+            }
+        }
+    }
+
+    /// Each key of the defaults set alone (a partial block at every level), under and over
+    /// another layer, decodes as over the whole defaults document; so do Linkerd's
+    /// `linkerd-config` values under each shipped settings document.
+    #[test]
+    fn decode_layers_as_over_the_defaults() {
+        use serde_json::json;
+        let mut layers = Vec::new();
+        every_key(
+            &serde_json::to_value(Settings::default()).unwrap(),
+            &mut Vec::new(),
+            &mut layers,
+        );
+        layers.push(json!({"proxy": {"image": {"version": "v1"}, "tracing": {"labels": {"a": "b"}}}}));
+        layers.push(json!({"networkValidator": {"securityContext": {"runAsUser": 1}}, "proxy": {"inbound": {"x": 1}}}));
+        layers.push(json!({"proxy": {"inbound": 5}, "debugContainer": {"image": {"name": "d"}}}));
+        layers.push(json!({"linkerdVersion": "edge-26.1.1"}));
+        let other =
+            json!({"proxy": {"logLevel": "debug", "image": {"name": "p"}}, "linkerdVersion": "edge-26.5.1"});
+        let mut checked = 0;
+        for mut layer in layers {
+            strip_nulls(&mut layer);
+            let pairs = [[layer.clone(), other.clone()], [other.clone(), layer.clone()]];
+            assert_eq!(
+                decode_layers([layer.clone()]),
+                decode_over_defaults([layer.clone()]),
+                "{layer}"
+            );
+            for pair in pairs {
+                assert_eq!(
+                    decode_layers(pair.clone()),
+                    decode_over_defaults(pair.clone()),
+                    "{pair:?}"
+                );
+            }
+            checked += 1;
+        }
+        assert!(checked > 150, "{checked}");
+
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        for tag in ["edge-26.5.1", "edge-26.8.3"] {
+            for golden in [
+                "install_default",
+                "install_ha_output",
+                "install_helm_control_plane_output",
+            ] {
+                let path = root.join(format!("tests/fixtures/linkerd-config/{tag}/{golden}.yaml"));
+                let config_map: Value =
+                    serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+                let mut values: Value =
+                    serde_yaml_ng::from_str(config_map["data"]["values"].as_str().unwrap()).unwrap();
+                values.as_object_mut().unwrap().remove("identityTrustAnchorsPEM");
+                strip_nulls(&mut values);
+                for doc in ["defaults", "ha", "cni", "hardened"] {
+                    let text =
+                        std::fs::read_to_string(root.join(format!("deploy/settings/{doc}.yaml"))).unwrap();
+                    let mut settings: Value = serde_yaml_ng::from_str(&text).unwrap();
+                    strip_nulls(&mut settings);
+                    let pair = [values.clone(), settings];
+                    let fast = decode_layers(pair.clone()).unwrap();
+                    assert_eq!(fast, decode_over_defaults(pair).unwrap(), "{tag} {golden} {doc}");
+                }
+            }
+        }
     }
 
     /// `from_value` returns the defaults for an empty document without validating them.

@@ -19,8 +19,20 @@ pub struct CoreResult {
     pub wasm: LatencySummary,
     pub floor_native: LatencySummary,
     pub floor_wasm: LatencySummary,
-    /// The native core and the guest answered with the same bytes.
+    /// The native core and the guest gave the same answer: the same JSON once object keys
+    /// are sorted (the module's serde_json sorts them; this native build, sharing the host's
+    /// `preserve_order`, keeps insertion order; policy-evaluator sorts before its diff).
     pub identical: bool,
+}
+
+fn same_answer(a: &[u8], b: &[u8]) -> bool {
+    let parse = |bytes: &[u8]| {
+        serde_json::from_slice::<serde_json::Value>(bytes).map(|mut v| {
+            v.sort_all_objects();
+            v
+        })
+    };
+    matches!((parse(a), parse(b)), (Ok(x), Ok(y)) if x.to_string() == y.to_string())
 }
 
 impl CoreResult {
@@ -102,7 +114,7 @@ pub fn measure_core(
         wasm: LatencySummary::from_durations(&samples.wasm),
         floor_native: LatencySummary::from_durations(&samples.floor_native),
         floor_wasm: LatencySummary::from_durations(&samples.floor_wasm),
-        identical: native_out == wasm_out,
+        identical: same_answer(&native_out, &wasm_out),
     }
 }
 
