@@ -62,21 +62,25 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn new(text: &'a str) -> Option<Self> {
-        // Only printable characters, no tabs, CRs or byte-order marks: libyaml's rules there
-        // are subtle, so such documents take the full parser.
-        // no early exit, so the compiler can check many bytes at once
-        let ascii = text
-            .as_bytes()
-            .iter()
-            .fold(true, |ok, &b| ok & (b == b'\n' || (b' '..=b'~').contains(&b)));
-        if !ascii
-            && !text
-                .chars()
-                .all(|c| c == '\n' || (' '..='~').contains(&c) || plain_unicode(c))
-        {
+        // One pass splits the lines and checks the characters: only printable ones, no tabs,
+        // CRs or byte-order marks (libyaml's rules there are subtle, so such documents take the
+        // full parser).
+        let mut lines = Vec::with_capacity(text.len() / 24);
+        let (mut start, mut non_ascii) = (0, false);
+        for (at, &b) in text.as_bytes().iter().enumerate() {
+            if b == b'\n' {
+                lines.push(text.get(start..at)?);
+                start = at + 1;
+            } else if b >= 0x80 {
+                non_ascii = true;
+            } else if !(b' '..=b'~').contains(&b) {
+                return None;
+            }
+        }
+        lines.push(text.get(start..)?);
+        if non_ascii && !text.chars().all(|c| c.is_ascii() || plain_unicode(c)) {
             return None;
         }
-        let lines: Vec<&str> = text.split('\n').collect();
         // document markers and directives
         if lines
             .iter()

@@ -245,24 +245,23 @@ fn decode_layers<const N: usize>(layers: [Value; N]) -> Result<Settings, Setting
 /// free-form maps with default keys: a partial block is merged over that default.
 type PartialDefault = (&'static [&'static str], fn() -> Value);
 const PARTIAL_DEFAULTS: &[PartialDefault] = &[
-    (&["proxy", "image"], || to_value(Proxy::default().image)),
+    (&["proxy", "image"], || to_value(values::proxy_image())),
     (&["proxy", "runtime", "workers"], || {
         to_value(Runtime::default().workers)
     }),
-    (&["proxy", "livenessProbe"], || {
-        to_value(Proxy::default().liveness_probe)
-    }),
+    (&["proxy", "livenessProbe"], || to_value(values::liveness_probe())),
     (&["proxy", "readinessProbe"], || {
-        to_value(Proxy::default().readiness_probe)
+        to_value(values::readiness_probe())
     }),
-    (&["proxy", "inbound"], || Proxy::default().inbound),
-    (&["proxy", "outbound"], || Proxy::default().outbound),
+    (&["proxy", "inbound"], values::http2_keepalive),
+    (&["proxy", "outbound"], values::http2_keepalive),
     (&["proxy", "tracing", "labels"], || {
         to_value(Tracing::default().labels)
     }),
-    (&["networkValidator", "securityContext"], || {
-        NetworkValidator::default().security_context
-    }),
+    (
+        &["networkValidator", "securityContext"],
+        values::network_validator_security_context,
+    ),
     (&["debugContainer", "image"], || {
         to_value(DebugContainer::default().image)
     }),

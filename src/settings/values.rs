@@ -340,7 +340,23 @@ pub struct Proxy {
     pub experimental_env: Vec<Value>,
 }
 
-fn http2_keepalive() -> Value {
+/// The chart's `proxy.image` (also the default of a partial `proxy.image` block).
+pub(super) fn proxy_image() -> Image {
+    Image {
+        name: "cr.l5d.io/linkerd/proxy".into(),
+        ..Image::default()
+    }
+}
+
+pub(super) fn liveness_probe() -> Probe {
+    Probe::new(10, 1)
+}
+
+pub(super) fn readiness_probe() -> Probe {
+    Probe::new(2, 1)
+}
+
+pub(super) fn http2_keepalive() -> Value {
     serde_json::json!({"server": {"http2": {"keepAliveInterval": "10s", "keepAliveTimeout": "3s"}}})
 }
 
@@ -354,10 +370,7 @@ impl Default for Proxy {
             inbound_discovery_cache_unused_timeout: "90s".into(),
             disable_outbound_protocol_detect_timeout: false,
             disable_inbound_protocol_detect_timeout: false,
-            image: Image {
-                name: "cr.l5d.io/linkerd/proxy".into(),
-                ..Image::default()
-            },
+            image: proxy_image(),
             enable_shutdown_endpoint: false,
             log_level: "warn,linkerd=info,hickory=error".into(),
             log_format: "plain".into(),
@@ -380,8 +393,8 @@ impl Default for Proxy {
             native_sidecar: true,
             is_ingress: false,
             is_gateway: false,
-            liveness_probe: Probe::new(10, 1),
-            readiness_probe: Probe::new(2, 1),
+            liveness_probe: liveness_probe(),
+            readiness_probe: readiness_probe(),
             startup_probe: StartupProbe::default(),
             control: Control::default(),
             metrics: Metrics::default(),
@@ -467,17 +480,21 @@ impl Default for NetworkValidator {
             connect_addr: String::new(),
             listen_addr: String::new(),
             timeout: "10s".into(),
-            security_context: serde_json::json!({
-                "allowPrivilegeEscalation": false,
-                "capabilities": {"drop": ["ALL"]},
-                "readOnlyRootFilesystem": true,
-                "runAsGroup": 65534,
-                "runAsNonRoot": true,
-                "runAsUser": 65534,
-                "seccompProfile": {"type": "RuntimeDefault"}
-            }),
+            security_context: network_validator_security_context(),
         }
     }
+}
+
+pub(super) fn network_validator_security_context() -> Value {
+    serde_json::json!({
+        "allowPrivilegeEscalation": false,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": true,
+        "runAsGroup": 65534,
+        "runAsNonRoot": true,
+        "runAsUser": 65534,
+        "seccompProfile": {"type": "RuntimeDefault"}
+    })
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
