@@ -21,7 +21,7 @@ pub fn write_native(
     )?;
     writeln!(
         w,
-        "| request | n | native p50 | wasm p50 | wasm p99 | wasm/native p50 | floor native p50 | floor wasm p50 | floor wasm/native | same answer (keys sorted) |"
+        "| request | n | native p50 | wasm p50 | wasm p99 | wasm/native p50 | floor native p50 | floor wasm p50 | floor wasm/native | same answer (JSON equal) |"
     )?;
     writeln!(w, "|---|---|---|---|---|---|---|---|---|---|")?;
     for c in cores {
