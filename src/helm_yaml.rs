@@ -45,8 +45,9 @@ pub fn fast_keeping(text: &str, keep: &dyn Fn(&str) -> bool) -> Option<Value> {
             return None;
         }
         reader.pos += 1;
-        reader.build = keep(split_key(line)?.0);
-        reader.entry(0, line, &mut map)?;
+        let (key, rest) = split_key(line)?;
+        reader.build = keep(key);
+        reader.entry(0, key, rest, &mut map)?;
     }
     Some(Value::Object(map))
 }
@@ -118,14 +119,14 @@ impl<'a> Reader<'a> {
                 return None;
             }
             self.pos += 1;
-            self.entry(indent, line, &mut map)?;
+            let (key, rest) = split_key(line)?;
+            self.entry(indent, key, rest, &mut map)?;
         }
         Some(Value::Object(map))
     }
 
-    /// One `key: value` line (and the block under it).
-    fn entry(&mut self, indent: usize, line: &'a str, map: &mut Map<String, Value>) -> Option<()> {
-        let (key, rest) = split_key(line)?;
+    /// One `key: value` line, split by [`split_key`] (and the block under it).
+    fn entry(&mut self, indent: usize, key: &str, rest: &'a str, map: &mut Map<String, Value>) -> Option<()> {
         let value = match rest {
             "" => self.nested(indent, true)?,
             "|" => self.literal(indent, true)?,
@@ -185,9 +186,9 @@ impl<'a> Reader<'a> {
         if is_dash(body) || body.starts_with('|') {
             return None;
         }
-        if split_key(body).is_some() {
+        if let Some((key, rest)) = split_key(body) {
             let mut map = Map::new();
-            self.entry(column, body, &mut map)?;
+            self.entry(column, key, rest, &mut map)?;
             return self.mapping(column, map);
         }
         Some(self.value(scalar(body)?))
@@ -380,15 +381,7 @@ fn find_pair(text: &str, first: u8, second: u8) -> Option<usize> {
 
 /// A plain key must resolve to a string (libyaml would give `1:` or `null:` another key).
 fn resolves_to_string(key: &str) -> bool {
-    let special = matches!(
-        key.as_bytes().first(),
-        Some(b'0'..=b'9' | b'+' | b'-' | b'.' | b'~')
-    );
-    let word = matches!(
-        key,
-        "null" | "Null" | "NULL" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
-    );
-    (!special && !word) || matches!(resolve_plain(key), Some(Scalar::Str(_)))
+    matches!(resolve_plain(key), Some(Scalar::Str(_)))
 }
 
 /// After a closing quote: only spaces, or spaces then a comment.

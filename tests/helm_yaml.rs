@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{load, repo_root};
+use common::{linkerd_config_values, repo_root};
 use linkerd_injector_policy::helm_yaml;
 use linkerd_injector_policy::settings::Settings;
 use proptest::prelude::*;
@@ -68,17 +68,6 @@ fn agrees_keeping(text: &str) -> Result<bool, String> {
     }
 }
 
-fn values_of(tag: &str, golden: &str) -> String {
-    let config_map = load(
-        &format!("tests/fixtures/linkerd-config/{tag}"),
-        &format!("{golden}.yaml"),
-    );
-    config_map["data"]["values"]
-        .as_str()
-        .expect("data.values")
-        .to_owned()
-}
-
 /// Linkerd's own `linkerd-config` documents all take the fast reader.
 #[rstest]
 #[case::edge_26_5_1_default("edge-26.5.1", "install_default")]
@@ -88,7 +77,7 @@ fn values_of(tag: &str, golden: &str) -> String {
 #[case::edge_26_8_3_ha("edge-26.8.3", "install_ha_output")]
 #[case::edge_26_8_3_helm("edge-26.8.3", "install_helm_control_plane_output")]
 fn linkerd_config_values_take_the_fast_reader(#[case] tag: &str, #[case] golden: &str) {
-    let text = values_of(tag, golden);
+    let text = linkerd_config_values(tag, golden);
     assert_eq!(agrees(&text), Ok(true));
     assert_eq!(agrees_keeping(&text), Ok(true));
     let kept = helm_yaml::from_str_keeping(&text, Settings::reads_top_level_key).unwrap();
@@ -259,7 +248,7 @@ proptest! {
     /// reader agrees with libyaml or declines, and never answers where libyaml fails.
     #[test]
     fn edited_linkerd_values_agree(edits in prop::collection::vec(edit(), 1..4)) {
-        let mut text = values_of("edge-26.8.3", "install_default");
+        let mut text = linkerd_config_values("edge-26.8.3", "install_default");
         for (at, piece, delete) in edits {
             let mut i = at.index(text.len() + 1);
             while !text.is_char_boundary(i) { i -= 1; }

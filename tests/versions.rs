@@ -430,12 +430,8 @@ fn native_sidecar_default_from_linkerd_config(#[case] values: &str, #[case] nati
 #[case::edge_26_5_1("edge-26.5.1", false)]
 #[case::edge_26_8_3("edge-26.8.3", true)]
 fn install_goldens_keep_their_placement(#[case] tag: &str, #[case] native: bool) {
-    let golden = load(
-        &format!("tests/fixtures/linkerd-config/{tag}"),
-        "install_default.yaml",
-    );
-    let values = golden["data"]["values"].as_str().expect("values");
-    let outcome = inject_with_values(&cluster_settings(json!({})), values);
+    let values = linkerd_config_values(tag, "install_default");
+    let outcome = inject_with_values(&cluster_settings(json!({})), &values);
     assert_eq!(proxy_is_native(&outcome), native);
     assert_eq!(outcome.warnings, Vec::<String>::new());
     assert_eq!(outcome.audit_annotations.get("rendering"), None);

@@ -79,12 +79,7 @@ impl Settings {
         if value.as_object().is_some_and(|m| m.is_empty()) {
             return Ok(Settings::default());
         }
-        // A document of only the `policy` block (the shipped `defaults.yaml`) is the defaults
-        // plus that block; anything else, or any error, takes the general path and its messages.
-        let mut settings = match policy_only(&value) {
-            Some(settings) => settings,
-            None => decode_layers([value.clone()])?,
-        };
+        let mut settings = decode_layers([value.clone()])?;
         settings.overrides = value;
         Ok(settings)
     }
@@ -117,21 +112,6 @@ impl Settings {
             &self.identity_trust_domain
         }
     }
-}
-
-/// The defaults with the document's `policy` block, when that is all it has and it is valid:
-/// what [`decode_over_defaults`] gives for it (the block is flat, so merging it over the
-/// default block is deserialising it alone), without building the defaults document.
-fn policy_only(document: &Value) -> Option<Settings> {
-    let map = document.as_object()?;
-    let block = map.get("policy").filter(|_| map.len() == 1)?;
-    let mut settings = Settings {
-        policy: PolicyOptions::deserialize(block).ok()?,
-        ..Settings::default()
-    };
-    settings.proxy.native_sidecar =
-        policy::native_sidecar_default(&settings.linkerd_version, settings.policy.render_version);
-    validate::validate(&settings).is_empty().then_some(settings)
 }
 
 /// Keys that hold objects; serde would also accept arrays for them.
@@ -167,7 +147,7 @@ const OBJECT_KEYS: &[&str] = &[
 /// The defaults as a JSON document, computed once.
 fn defaults_document() -> &'static Value {
     static DEFAULTS: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    DEFAULTS.get_or_init(|| serde_json::to_value(Settings::default()).unwrap_or(Value::Null))
+    DEFAULTS.get_or_init(|| to_value(Settings::default()))
 }
 
 /// Keys that must hold objects, checked before serde (which would accept arrays for them).
@@ -336,41 +316,6 @@ mod tests {
         assert_eq!(fields, listed);
     }
 
-    /// The `policy`-only shortcut gives what the general path gives, pins on both sides of
-    /// the native-sidecar change included; an invalid block is left to the general path.
-    #[test]
-    fn policy_only_documents_decode_as_the_general_path() {
-        use serde_json::json;
-        for block in [
-            json!({}),
-            json!({"trustAnchors": "configMap"}),
-            json!({"renderVersion": "edge-26.1.1"}),
-            json!({"renderVersion": "edge-26.8.3", "mode": "verify"}),
-            json!({"renderVersion": ""}),
-            json!({"valuesFrom": "settings", "allowedImages": ["cr.l5d.io/"], "restrictedAnnotations": ["config.linkerd.io/proxy-uid"]}),
-            json!({"controlPlaneNamespace": "mesh", "linkerdConfigFailure": "settings", "ownerResolution": "lookup"}),
-        ] {
-            let doc = json!({ "policy": block });
-            let shortcut = policy_only(&doc).unwrap_or_else(|| panic!("{doc}"));
-            assert_eq!(shortcut, decode_over_defaults([doc.clone()]).unwrap(), "{doc}");
-        }
-        for block in [
-            json!({"mode": "both"}),
-            json!({"renderVersion": "edge-20.1.1"}),
-            json!({"trustAnchors": "inline"}),
-            json!({"controlPlaneNamespace": "Not_A_Label"}),
-            json!({"allowedImages": [""]}),
-        ] {
-            let doc = json!({ "policy": block });
-            assert_eq!(policy_only(&doc), None, "{doc}");
-            assert!(decode_over_defaults([doc.clone()]).is_err(), "{doc}");
-        }
-        assert_eq!(
-            policy_only(&json!({"policy": {}, "proxy": {"logLevel": "debug"}})),
-            None
-        );
-    }
-
     /// `{a: {b: value}}` for the path `[a, b]`.
     fn nest(path: &[String], value: Value) -> Value {
         path.iter().rev().fold(value, |v, k| {
@@ -405,6 +350,22 @@ mod tests {
         layers.push(json!({"networkValidator": {"securityContext": {"runAsUser": 1}}, "proxy": {"inbound": {"x": 1}}}));
         layers.push(json!({"proxy": {"inbound": 5}, "debugContainer": {"image": {"name": "d"}}}));
         layers.push(json!({"linkerdVersion": "edge-26.1.1"}));
+        // policy blocks (the shipped `defaults.yaml` is one), pins on both sides of the
+        // native-sidecar change, and invalid ones: both paths give the same error
+        for block in [
+            json!({"trustAnchors": "configMap"}),
+            json!({"renderVersion": "edge-26.1.1"}),
+            json!({"renderVersion": "edge-26.8.3", "mode": "verify"}),
+            json!({"valuesFrom": "settings", "allowedImages": ["cr.l5d.io/"], "restrictedAnnotations": ["config.linkerd.io/proxy-uid"]}),
+            json!({"controlPlaneNamespace": "mesh", "linkerdConfigFailure": "settings", "ownerResolution": "lookup"}),
+            json!({"mode": "both"}),
+            json!({"renderVersion": "edge-20.1.1"}),
+            json!({"trustAnchors": "inline"}),
+            json!({"controlPlaneNamespace": "Not_A_Label"}),
+            json!({"allowedImages": [""]}),
+        ] {
+            layers.push(json!({ "policy": block }));
+        }
         let other =
             json!({"proxy": {"logLevel": "debug", "image": {"name": "p"}}, "linkerdVersion": "edge-26.5.1"});
         let mut checked = 0;

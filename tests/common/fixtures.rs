@@ -36,6 +36,19 @@ pub fn load(dir: &str, name: &str) -> Value {
     }
 }
 
+/// Key `values` of one of Linkerd's `linkerd-config` goldens
+/// (`tests/fixtures/linkerd-config/<tag>/<golden>.yaml`), as text.
+pub fn linkerd_config_values(tag: &str, golden: &str) -> String {
+    let config_map = load(
+        &format!("tests/fixtures/linkerd-config/{tag}"),
+        &format!("{golden}.yaml"),
+    );
+    config_map["data"]["values"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{tag}/{golden}: no data.values"))
+        .to_owned()
+}
+
 /// The settings Linkerd's webhook tests assume (fixtures README, section 1).
 pub fn webhook_settings_json() -> Value {
     json!({
