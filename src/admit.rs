@@ -5,6 +5,7 @@ use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
 use crate::config::{self, Layers};
 use crate::control_plane;
+use crate::control_plane_reads::ControlPlaneReads;
 use crate::decide::{self, Decision, DecisionInput};
 use crate::guard;
 use crate::inject::Plan;
@@ -120,6 +121,8 @@ pub fn admit_edit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster)
     if req.operation != "CREATE" || !applies || (settings.policy.mode == Mode::Verify && req.kind != "Pod") {
         return Outcome::unchanged(Verdict::NotApplicable).into();
     }
+    let reads = ControlPlaneReads::new(cluster, &settings.policy);
+    let cluster: &dyn Cluster = &reads;
     match control_plane::in_effect(settings, cluster) {
         Ok(in_effect) => {
             let mut admission = admit_kind(req, &in_effect.settings, cluster);

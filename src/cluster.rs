@@ -1,7 +1,8 @@
 //! Lookups of cluster objects, behind a trait so the core never touches the host directly.
 //!
 //! In the module the implementation is Kubewarden's `kubernetes/get_resource` host capability
-//! (cached 5 s by policy-server); tests and native callers use [`MemoryCluster`].
+//! (cached 5 s by policy-server) and `kubernetes/list_resources_by_namespace` (served from a
+//! watch-backed reflector); tests and native callers use [`MemoryCluster`].
 
 use serde_json::Value;
 use std::cell::RefCell;
@@ -41,6 +42,49 @@ impl Lookup {
     }
 }
 
+/// One `list_resources_by_namespace` request: every object of a kind in one namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListLookup {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub namespace: String,
+    /// Only these dot-separated paths of each item are returned.
+    pub field_masks: &'static [&'static str],
+}
+
+impl ListLookup {
+    /// The ConfigMaps of a namespace, with their names and `data`.
+    pub fn config_maps(namespace: &str) -> Self {
+        Self {
+            api_version: "v1",
+            kind: "ConfigMap",
+            namespace: namespace.to_string(),
+            field_masks: &["metadata.name", "data"],
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        format!("{}s in namespace {}", self.kind, self.namespace)
+    }
+}
+
+/// A host call the core asked for, as [`MemoryCluster`] records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    Get(Lookup),
+    List(ListLookup),
+}
+
+impl Call {
+    /// `get <what>` or `list <what>`.
+    pub fn describe(&self) -> String {
+        match self {
+            Call::Get(l) => format!("get {}", l.describe()),
+            Call::List(l) => format!("list {}", l.describe()),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
     /// The engine answered authoritatively that the object does not exist.
@@ -53,6 +97,8 @@ pub enum LookupError {
 
 pub trait Cluster {
     fn get(&self, lookup: &Lookup) -> Result<Value, LookupError>;
+    /// The items of the list, in the engine's order.
+    fn list(&self, lookup: &ListLookup) -> Result<Vec<Value>, LookupError>;
 }
 
 /// Classifies a host error text: the engines report "not found" only in prose.
@@ -69,10 +115,10 @@ pub fn classify_host_error(what: &str, message: &str) -> LookupError {
 #[derive(Debug, Default)]
 pub struct MemoryCluster {
     pub objects: Vec<Value>,
-    /// `(kind, error)` or `(kind/name, error)` answers given instead of the object; consumed
-    /// in order.
+    /// `(kind, error)` or `(kind/name, error)` answers given instead of the object (a list
+    /// takes `kind` ones only); consumed in order.
     pub failures: RefCell<Vec<(String, LookupError)>>,
-    pub log: RefCell<Vec<Lookup>>,
+    pub log: RefCell<Vec<Call>>,
 }
 
 impl MemoryCluster {
@@ -88,22 +134,33 @@ impl MemoryCluster {
         self
     }
 
+    /// The gets asked for, in order.
     pub fn lookups(&self) -> Vec<Lookup> {
+        let log = self.log.borrow();
+        let gets = log.iter().filter_map(|c| match c {
+            Call::Get(l) => Some(l.clone()),
+            Call::List(_) => None,
+        });
+        gets.collect()
+    }
+
+    /// Every host call asked for, gets and lists, in order.
+    pub fn calls(&self) -> Vec<Call> {
         self.log.borrow().clone()
+    }
+
+    fn scripted_failure(&self, matches: impl Fn(&str) -> bool) -> Option<LookupError> {
+        let mut failures = self.failures.borrow_mut();
+        let i = failures.iter().position(|(k, _)| matches(k))?;
+        Some(failures.remove(i).1)
     }
 }
 
 impl Cluster for MemoryCluster {
     fn get(&self, lookup: &Lookup) -> Result<Value, LookupError> {
-        self.log.borrow_mut().push(lookup.clone());
-        let scripted = {
-            let mut failures = self.failures.borrow_mut();
-            failures
-                .iter()
-                .position(|(k, _)| k == lookup.kind || *k == format!("{}/{}", lookup.kind, lookup.name))
-                .map(|i| failures.remove(i).1)
-        };
-        if let Some(err) = scripted {
+        self.log.borrow_mut().push(Call::Get(lookup.clone()));
+        let named = format!("{}/{}", lookup.kind, lookup.name);
+        if let Some(err) = self.scripted_failure(|k| k == lookup.kind || k == named) {
             return Err(err);
         }
         let found = self.objects.iter().find(|o| {
@@ -115,5 +172,17 @@ impl Cluster for MemoryCluster {
         found
             .cloned()
             .ok_or_else(|| LookupError::NotFound(lookup.describe()))
+    }
+
+    fn list(&self, lookup: &ListLookup) -> Result<Vec<Value>, LookupError> {
+        self.log.borrow_mut().push(Call::List(lookup.clone()));
+        if let Some(err) = self.scripted_failure(|k| k == lookup.kind) {
+            return Err(err);
+        }
+        let items = self.objects.iter().filter(|o| {
+            o["kind"].as_str() == Some(lookup.kind)
+                && o["metadata"]["namespace"].as_str() == Some(lookup.namespace.as_str())
+        });
+        Ok(items.cloned().collect())
     }
 }

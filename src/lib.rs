@@ -18,6 +18,7 @@ pub mod annotations;
 pub mod cluster;
 pub mod config;
 pub mod control_plane;
+pub mod control_plane_reads;
 pub mod decide;
 pub mod guard;
 pub mod helm_yaml;

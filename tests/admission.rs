@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use linkerd_injector_policy::admit::{self, Request};
+use linkerd_injector_policy::cluster::Call;
 use linkerd_injector_policy::cluster::{LookupError, MemoryCluster};
 use linkerd_injector_policy::decide::SkipReason;
 use linkerd_injector_policy::outcome::Verdict;
@@ -172,15 +173,11 @@ fn trust_anchors_from_the_configmap() {
         m["metadata"]["annotations"]["linkerd.io/trust-root-sha256"],
         json!(expected_sha)
     );
-    let lookups = c.lookups();
-    let looked_up: Vec<(&str, &str)> = lookups.iter().map(|l| (l.kind, l.name.as_str())).collect();
+    let calls: Vec<String> = c.calls().iter().map(Call::describe).collect();
     assert_eq!(
-        looked_up,
-        vec![
-            ("ConfigMap", "linkerd-config"),
-            ("Namespace", "shop"),
-            ("ConfigMap", "linkerd-identity-trust-roots")
-        ]
+        calls,
+        ["list ConfigMaps in namespace linkerd", "get Namespace shop"],
+        "one list serves linkerd-config and the trust roots"
     );
 }
 
@@ -202,12 +199,12 @@ fn only_the_lookups_needed() {
     let c = cluster(json!({}));
     run(&pod(json!({})), &settings(json!({})), &c);
     assert_eq!(
-        c.lookups().len(),
+        c.calls().len(),
         2,
         "a pod that is not injected needs only Linkerd's values and its namespace"
     );
-    assert_eq!(c.lookups()[0].name, "linkerd-config");
-    let l = &c.lookups()[1];
+    assert_eq!(c.calls()[0].describe(), "list ConfigMaps in namespace linkerd");
+    let l = &c.lookups()[0];
     assert_eq!(
         (l.api_version, l.kind, l.name.as_str(), l.namespace.as_deref()),
         ("v1", "Namespace", "shop", None)

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{linkerd_config, load, namespace};
-use linkerd_injector_policy::cluster::{LookupError, MemoryCluster};
+use linkerd_injector_policy::cluster::{Call, LookupError, MemoryCluster};
 use linkerd_injector_policy::outcome::{Outcome, Verdict};
 use linkerd_injector_policy::settings::Settings;
 use pretty_assertions::assert_eq;
@@ -77,13 +77,19 @@ fn cluster_values_inject_what_the_same_settings_inject(
     let from_settings = settings(pasted);
 
     let mut roots = trust_roots();
-    roots["metadata"]["namespace"] = control_plane;
+    roots["metadata"]["namespace"] = control_plane.clone();
     let objects = vec![meshed_namespace(), roots, config_map];
     let (a, cluster) = admit(&from_cluster, objects.clone());
     let (b, _) = admit(&from_settings, objects);
     assert!(matches!(a.verdict, Verdict::Injected { .. }), "{:?}", a.verdict);
     assert_eq!(a, b, "{tag} {golden}");
-    assert_eq!(cluster.lookups()[0].name, "linkerd-config");
+    assert_eq!(
+        cluster.calls()[0].describe(),
+        format!(
+            "list ConfigMaps in namespace {}",
+            control_plane.as_str().unwrap_or_default()
+        )
+    );
 }
 
 /// The settings override the control plane's values key by key; keys they do not set come from
@@ -135,8 +141,11 @@ fn cluster_values_set_neither_policy_options_nor_the_trust_bundle() {
         proxy_env(&pod, "LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS"),
         Some(&json!(PEM))
     );
-    let names: Vec<String> = cluster.lookups().iter().map(|l| l.name.clone()).collect();
-    assert_eq!(names, ["linkerd-config", "shop", "linkerd-identity-trust-roots"]);
+    let calls: Vec<String> = cluster.calls().iter().map(Call::describe).collect();
+    assert_eq!(
+        calls,
+        ["list ConfigMaps in namespace linkerd", "get Namespace shop"]
+    );
 }
 
 /// The ConfigMap's name and namespace are settings.
@@ -144,19 +153,25 @@ fn cluster_values_set_neither_policy_options_nor_the_trust_bundle() {
 fn the_config_map_is_found_where_the_settings_say() {
     let mut config_map = linkerd_config("linkerdVersion: edge-26.8.2\n");
     config_map["metadata"] = json!({"name": "l5d-values", "namespace": "mesh"});
-    let s = settings(json!({"identityTrustAnchorsPEM": PEM,
-        "policy": {"controlPlaneNamespace": "mesh", "linkerdConfigMap": "l5d-values"}}));
-    let (out, cluster) = admit(&s, vec![meshed_namespace(), config_map]);
-    let pod = out.mutated.expect("injected");
+    let objects = vec![meshed_namespace(), config_map];
+    let policy = json!({"controlPlaneNamespace": "mesh", "linkerdConfigMap": "l5d-values"});
+    let s = settings(json!({"identityTrustAnchorsPEM": PEM, "policy": policy}));
+    let (out, cluster) = admit(&s, objects.clone());
+    let pod = out.mutated.clone().expect("injected");
     assert_eq!(
         pod["metadata"]["annotations"]["linkerd.io/proxy-version"],
         json!("edge-26.8.2")
     );
-    let first = &cluster.lookups()[0];
-    assert_eq!(
-        (first.name.as_str(), first.namespace.as_deref()),
-        ("l5d-values", Some("mesh"))
+    assert_eq!(cluster.calls()[0].describe(), "list ConfigMaps in namespace mesh");
+
+    let mut by_name = policy;
+    by_name["configMapLookup"] = json!("get");
+    let (again, cluster) = admit(
+        &settings(json!({"identityTrustAnchorsPEM": PEM, "policy": by_name})),
+        objects,
     );
+    assert_eq!(again, out, "a get finds what the list found");
+    assert_eq!(cluster.calls()[0].describe(), "get ConfigMap mesh/l5d-values");
 }
 
 const AT: &str = "ConfigMap linkerd/linkerd-config";
@@ -197,7 +212,7 @@ fn unusable_linkerd_config(
         all.extend(objects.clone());
         let c = MemoryCluster::new(all);
         match failure.clone() {
-            Some(e) => c.fail("ConfigMap/linkerd-config", e),
+            Some(e) => c.fail("ConfigMap", e),
             None => c,
         }
     };

@@ -1,14 +1,16 @@
 //! Host calls per admission, as exact counts and sequences (never timings): every owner path
 //! under every combination of `policy.ownerResolution` and the trust-anchor source, plus the
 //! admissions that must stop at the Namespace lookup, each with the control plane's values read
-//! from `linkerd-config` (the default: one more lookup, first) and from the settings alone. In policy-server each `get_resource` costs
-//! ~0.1 ms of wall time even when cached, so a lookup that appears here is a cost users pay.
-//! `MemoryCluster` records every lookup the core asks for, in order.
+//! from `linkerd-config` (the default: read first) and from the settings alone, and with the
+//! control plane's ConfigMaps listed once (`policy.configMapLookup: list`, the default) or got
+//! one by one. In policy-server each host call costs 0.1-0.5 ms of wall time even when cached,
+//! so a call that appears here is a cost users pay. `MemoryCluster` records every call the core
+//! asks for, in order.
 
 mod common;
 
 use common::admit;
-use linkerd_injector_policy::cluster::{Lookup, MemoryCluster};
+use linkerd_injector_policy::cluster::{Call, ListLookup, Lookup, MemoryCluster};
 use linkerd_injector_policy::outcome::Verdict;
 use linkerd_injector_policy::settings::OwnerResolution::{self, Lookup as ByLookup, TemplateHash};
 use linkerd_injector_policy::settings::Settings;
@@ -109,12 +111,50 @@ enum Values {
     SettingsOnly,
 }
 
-/// The lookups an admission makes before its own: the values, when they come from the cluster.
-fn values_lookups(values: Values) -> Vec<Lookup> {
-    match values {
-        Values::LinkerdConfig => vec![values_lookup()],
-        Values::SettingsOnly => vec![],
+/// How the control plane's ConfigMaps are read (`policy.configMapLookup`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reads {
+    /// The default: one list of the control-plane namespace's ConfigMaps serves every read.
+    List,
+    /// One get per ConfigMap.
+    Get,
+}
+
+fn list_call() -> Call {
+    Call::List(ListLookup {
+        api_version: "v1",
+        kind: "ConfigMap",
+        namespace: "linkerd".into(),
+        field_masks: &["metadata.name", "data"],
+    })
+}
+
+/// The calls of an admission: the values when they come from the cluster, the Namespace, the
+/// trust roots when `reads_trust`, then `after` (the owner lookups). Under `Reads::List` the
+/// first ConfigMap read lists them and the second costs nothing.
+fn expected_calls(
+    values: Values,
+    reads: Reads,
+    ns: Lookup,
+    reads_trust: bool,
+    after: &[Lookup],
+) -> Vec<Call> {
+    let reads_values = values == Values::LinkerdConfig;
+    let mut calls = Vec::new();
+    match reads {
+        Reads::Get => {
+            calls.extend(reads_values.then(|| Call::Get(values_lookup())));
+            calls.push(Call::Get(ns));
+            calls.extend(reads_trust.then(|| Call::Get(cm_lookup())));
+        }
+        Reads::List => {
+            calls.extend(reads_values.then(list_call));
+            calls.push(Call::Get(ns));
+            calls.extend((reads_trust && !reads_values).then(list_call));
+        }
     }
+    calls.extend(after.iter().cloned().map(Call::Get));
+    calls
 }
 
 fn rs_lookup(name: &str) -> Lookup {
@@ -137,13 +177,16 @@ enum Trust {
 }
 
 fn settings(how: OwnerResolution, trust: Trust) -> Settings {
-    settings_with(how, trust, Values::LinkerdConfig)
+    settings_with(how, trust, Values::LinkerdConfig, Reads::List)
 }
 
-fn settings_with(how: OwnerResolution, trust: Trust, values: Values) -> Settings {
+fn settings_with(how: OwnerResolution, trust: Trust, values: Values, reads: Reads) -> Settings {
     let mut s = json!({"policy": {}});
     if values == Values::SettingsOnly {
         s["policy"]["valuesFrom"] = json!("settings");
+    }
+    if reads == Reads::Get {
+        s["policy"]["configMapLookup"] = json!("get");
     }
     if how == ByLookup {
         s["policy"]["ownerResolution"] = json!("lookup");
@@ -191,7 +234,8 @@ fn owner_labels(pod: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Injected pods: Namespace, then the trust ConfigMap (unless inline), then the owner lookups.
+/// Injected pods: the values, the Namespace, the trust ConfigMap (unless inline), then the owner
+/// lookups.
 #[rstest]
 #[case::bare_pod(pod(None, json!({"app": "x"})),
     expect(vec![], None, "pod/p (from the pod's ownerReferences)"),
@@ -231,24 +275,27 @@ fn injected_pod_host_calls(
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
     #[values(Trust::ConfigMap, Trust::Inline, Trust::ForcedConfigMap)] trust: Trust,
     #[values(Values::LinkerdConfig, Values::SettingsOnly)] values: Values,
+    #[values(Reads::List, Reads::Get)] reads: Reads,
 ) {
     let want = if how == TemplateHash { by_hash } else { by_lookup };
     let cluster = cluster();
-    let out = admit("Pod", &object, NS, &settings_with(how, trust, values), &cluster);
+    let out = admit(
+        "Pod",
+        &object,
+        NS,
+        &settings_with(how, trust, values, reads),
+        &cluster,
+    );
     assert!(
         matches!(out.verdict, Verdict::Injected { .. }),
         "{:?}",
         out.verdict
     );
 
-    let mut expected = values_lookups(values);
-    expected.push(ns_lookup(NS));
-    if !matches!(trust, Trust::Inline) {
-        expected.push(cm_lookup());
-    }
-    expected.extend(want.owner_lookups.iter().cloned());
-    let made = cluster.lookups();
-    assert_eq!(made, expected, "{how:?} {trust:?} {values:?}");
+    let reads_trust = !matches!(trust, Trust::Inline);
+    let expected = expected_calls(values, reads, ns_lookup(NS), reads_trust, &want.owner_lookups);
+    let made = cluster.calls();
+    assert_eq!(made, expected, "{how:?} {trust:?} {values:?} {reads:?}");
     assert_eq!(made.len(), expected.len());
 
     let admitted = out.mutated.expect("an injected pod is mutated");
@@ -296,17 +343,36 @@ fn not_injected_host_calls(
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
     #[values(Trust::ConfigMap, Trust::Inline)] trust: Trust,
     #[values(Values::LinkerdConfig, Values::SettingsOnly)] values: Values,
+    #[values(Reads::List, Reads::Get)] reads: Reads,
 ) {
     let cluster = cluster();
-    let out = admit(kind, &object, ns, &settings_with(how, trust, values), &cluster);
+    let out = admit(
+        kind,
+        &object,
+        ns,
+        &settings_with(how, trust, values, reads),
+        &cluster,
+    );
     assert!(
         !matches!(out.verdict, Verdict::Injected { .. } | Verdict::Rejected(_)),
         "{:?}",
         out.verdict
     );
-    let expected = [values_lookups(values), expected].concat();
-    assert_eq!(cluster.lookups(), expected, "{how:?} {trust:?} {values:?}");
-    assert_eq!(cluster.lookups().len(), expected.len());
+    let reads_values = match (values, reads) {
+        (Values::SettingsOnly, _) => None,
+        (Values::LinkerdConfig, Reads::Get) => Some(Call::Get(values_lookup())),
+        (Values::LinkerdConfig, Reads::List) => Some(list_call()),
+    };
+    let expected: Vec<Call> = reads_values
+        .into_iter()
+        .chain(expected.into_iter().map(Call::Get))
+        .collect();
+    assert_eq!(
+        cluster.calls(),
+        expected,
+        "{how:?} {trust:?} {values:?} {reads:?}"
+    );
+    assert_eq!(cluster.calls().len(), expected.len());
 }
 
 /// A workload manifest is injected in its template: its owner is itself, no owner lookup.
@@ -315,6 +381,7 @@ fn deployment_manifest_needs_no_owner_lookup(
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
     #[values(Trust::ConfigMap, Trust::Inline)] trust: Trust,
     #[values(Values::LinkerdConfig, Values::SettingsOnly)] values: Values,
+    #[values(Reads::List, Reads::Get)] reads: Reads,
 ) {
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "namespace": NS},
@@ -325,15 +392,14 @@ fn deployment_manifest_needs_no_owner_lookup(
         "Deployment",
         &deployment,
         NS,
-        &settings_with(how, trust, values),
+        &settings_with(how, trust, values, reads),
         &cluster,
     );
-    let mut expected = values_lookups(values);
-    expected.push(ns_lookup(NS));
-    if matches!(trust, Trust::ConfigMap) {
-        expected.push(cm_lookup());
-    }
-    assert_eq!(cluster.lookups(), expected);
+    let reads_trust = matches!(trust, Trust::ConfigMap);
+    assert_eq!(
+        cluster.calls(),
+        expected_calls(values, reads, ns_lookup(NS), reads_trust, &[])
+    );
     let template = &out.mutated.expect("injected")["spec"]["template"];
     assert_eq!(
         owner_labels(template),
@@ -354,17 +420,17 @@ fn exempt_label_adds_a_field_mask_not_a_lookup(#[values(TemplateHash, ByLookup)]
         "{:?}",
         out.verdict
     );
-    let mut expected = vec![
-        values_lookup(),
-        Lookup {
-            field_masks: &["metadata.annotations", "metadata.labels"],
-            ..ns_lookup(NS)
-        },
-    ];
-    if how == ByLookup {
-        expected.push(rs_lookup("web-7d9c6b5f4"));
-    }
-    assert_eq!(cluster.lookups(), expected);
+    let ns = Lookup {
+        field_masks: &["metadata.annotations", "metadata.labels"],
+        ..ns_lookup(NS)
+    };
+    let owner: &[Lookup] = if how == ByLookup {
+        &[rs_lookup("web-7d9c6b5f4")]
+    } else {
+        &[]
+    };
+    let expected = expected_calls(Values::LinkerdConfig, Reads::List, ns, false, owner);
+    assert_eq!(cluster.calls(), expected);
 }
 
 /// Verify mode reads the values (for the control plane's version) and the Namespace only: it
@@ -377,21 +443,35 @@ fn verify_mode_reads_only_the_namespace(#[values(TemplateHash, ByLookup)] how: O
     let object = pod(Some(("ReplicaSet", "static")), json!({}));
     let out = admit("Pod", &object, NS, &s, &cluster);
     assert!(matches!(out.verdict, Verdict::Rejected(_)), "{:?}", out.verdict);
-    assert_eq!(cluster.lookups(), vec![values_lookup(), ns_lookup(NS)]);
+    assert_eq!(cluster.calls(), vec![list_call(), Call::Get(ns_lookup(NS))]);
 }
 
-/// A rollout of Deployment pods: per pod, the lookups the default saves (values, Namespace and
-/// trust roots by the naming rule; the ReplicaSet too by lookup).
+/// A rollout of Deployment pods: per pod, the calls the defaults save. By the naming rule and
+/// with the ConfigMaps listed: one list (values and trust roots) and the Namespace; the
+/// ReplicaSet too by lookup; one more each when the ConfigMaps are got one by one.
 #[test]
 fn a_rollout_of_deployment_pods_saves_one_lookup_per_pod() {
-    let count = |how| {
+    let count = |how, reads| {
         let cluster = cluster();
-        let s = settings(how, Trust::ConfigMap);
+        let s = settings_with(how, Trust::ConfigMap, Values::LinkerdConfig, reads);
         for _ in 0..100 {
             let object = pod(Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4"));
-            admit("Pod", &object, NS, &s, &cluster);
+            let out = admit("Pod", &object, NS, &s, &cluster);
+            assert!(
+                matches!(out.verdict, Verdict::Injected { .. }),
+                "{:?}",
+                out.verdict
+            );
         }
-        cluster.lookups().len()
+        cluster.calls().len()
     };
-    assert_eq!((count(TemplateHash), count(ByLookup)), (300, 400));
+    assert_eq!(
+        [
+            count(TemplateHash, Reads::List),
+            count(ByLookup, Reads::List),
+            count(TemplateHash, Reads::Get),
+            count(ByLookup, Reads::Get)
+        ],
+        [200, 300, 300, 400]
+    );
 }

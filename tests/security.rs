@@ -153,12 +153,12 @@ fn invalid_security_settings(#[case] s: Value, #[case] msg: &str) {
 fn namespace_labels_are_only_read_when_needed() {
     let c = common::cluster(vec![namespace("shop", json!({}))]);
     common::admit("Pod", &pod(json!({})), "shop", &settings(json!({})), &c);
-    assert_eq!(c.lookups()[1].field_masks, ["metadata.annotations"]);
+    assert_eq!(c.lookups()[0].field_masks, ["metadata.annotations"]);
     let s = settings(json!({"restrictedAnnotationsExemptLabel": "k"}));
     let c = common::cluster(vec![namespace("shop", json!({}))]);
     common::admit("Pod", &pod(json!({})), "shop", &s, &c);
     assert_eq!(
-        c.lookups()[1].field_masks,
+        c.lookups()[0].field_masks,
         ["metadata.annotations", "metadata.labels"]
     );
 }

@@ -85,6 +85,7 @@ fn numbers_are_accepted_where_helm_allows_them() {
 #[case::bad_trust_source(json!({"policy": {"trustAnchors": "secret"}}), "settings.policy.trustAnchors: unknown variant `secret`, expected one of `auto`, `inline`, `configMap`")]
 #[case::inline_without_pem(json!({"policy": {"trustAnchors": "inline"}}), "settings.identityTrustAnchorsPEM: must be set when policy.trustAnchors is \"inline\"")]
 #[case::bad_lookup_failure(json!({"policy": {"namespaceLookupFailure": "ignore"}}), "settings.policy.namespaceLookupFailure: unknown variant `ignore`, expected `reject` or `skip`")]
+#[case::bad_config_map_lookup(json!({"policy": {"configMapLookup": "watch"}}), "settings.policy.configMapLookup: unknown variant `watch`, expected `list` or `get`")]
 #[case::bad_owner_resolution(json!({"policy": {"ownerResolution": "informer"}}), "settings.policy.ownerResolution: unknown variant `informer`, expected `templateHash` or `lookup`")]
 #[case::owner_resolution_is_camel_case(json!({"policy": {"ownerResolution": "template-hash"}}), "settings.policy.ownerResolution: unknown variant `template-hash`, expected `templateHash` or `lookup`")]
 #[case::owner_resolution_not_a_string(json!({"policy": {"ownerResolution": true}}), "settings.policy.ownerResolution: invalid type: boolean `true`")]

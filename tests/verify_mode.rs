@@ -13,10 +13,10 @@ fn verify(pod: &Value, ns_annotations: Value) -> linkerd_injector_policy::outcom
     let c = common::cluster(vec![namespace("shop", ns_annotations)]);
     let out = common::admit("Pod", pod, "shop", &s, &c);
     assert_eq!(out.mutated, None, "verify mode never mutates");
-    let names: Vec<&str> = c.lookups().iter().map(|l| l.kind).collect();
+    let calls: Vec<String> = c.calls().iter().map(|c| c.describe()).collect();
     assert_eq!(
-        names,
-        ["ConfigMap", "Namespace"],
+        calls,
+        ["list ConfigMaps in namespace linkerd", "get Namespace shop"],
         "only Linkerd's values and the namespace are read"
     );
     out

@@ -13,8 +13,8 @@ pub use validate::INBOUND_POLICIES;
 mod values;
 
 pub use policy::{
-    LookupFailure, Mode, OwnerResolution, PolicyOptions, TrustAnchorsSource, ValuesFailure, ValuesSource,
-    VersionOutsideWindow,
+    ConfigMapLookup, LookupFailure, Mode, OwnerResolution, PolicyOptions, TrustAnchorsSource, ValuesFailure,
+    ValuesSource, VersionOutsideWindow,
 };
 pub use values::*;
 
