@@ -53,13 +53,14 @@ pub struct ListLookup {
 }
 
 impl ListLookup {
-    /// The ConfigMaps of a namespace, with their names and `data`.
+    /// The ConfigMaps of a namespace with their `data` (policy-server keeps every item's
+    /// `metadata`, so its name, whatever the masks).
     pub fn config_maps(namespace: &str) -> Self {
         Self {
             api_version: "v1",
             kind: "ConfigMap",
             namespace: namespace.to_string(),
-            field_masks: &["metadata.name", "data"],
+            field_masks: &["data"],
         }
     }
 
@@ -181,7 +182,7 @@ impl Cluster for MemoryCluster {
         }
         let items = self.objects.iter().filter(|o| {
             o["kind"].as_str() == Some(lookup.kind)
-                && o["metadata"]["namespace"].as_str() == Some(lookup.namespace.as_str())
+                && o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(lookup.namespace.as_str())
         });
         Ok(items.cloned().collect())
     }

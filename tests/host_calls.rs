@@ -125,7 +125,7 @@ fn list_call() -> Call {
         api_version: "v1",
         kind: "ConfigMap",
         namespace: "linkerd".into(),
-        field_masks: &["metadata.name", "data"],
+        field_masks: &["data"],
     })
 }
 
@@ -342,9 +342,15 @@ fn not_injected_host_calls(
     #[case] expected: Vec<Lookup>,
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
     #[values(Trust::ConfigMap, Trust::Inline)] trust: Trust,
-    #[values(Values::LinkerdConfig, Values::SettingsOnly)] values: Values,
-    #[values(Reads::List, Reads::Get)] reads: Reads,
+    #[values(
+        (Values::LinkerdConfig, Reads::List),
+        (Values::LinkerdConfig, Reads::Get),
+        (Values::SettingsOnly, Reads::List),
+        (Values::SettingsOnly, Reads::Get)
+    )]
+    source: (Values, Reads),
 ) {
+    let (values, reads) = source;
     let cluster = cluster();
     let out = admit(
         kind,

@@ -45,13 +45,23 @@ fn stderr(out: &Output) -> String {
 fn injected_cluster() -> String {
     let session: Vec<Value> =
         serde_yaml_ng::from_str(&std::fs::read_to_string(e2e("session-injected.yml")).unwrap()).unwrap();
-    let objects: Vec<Value> = session
+    let answers = session
         .iter()
         .filter_map(|e| e["response"]["payload"].as_str())
-        .map(|p| serde_json::from_str(p).unwrap())
+        .map(|p| serde_json::from_str::<Value>(p).unwrap());
+    // a list answer holds its objects in `items`
+    let objects: Vec<Value> = answers
+        .flat_map(|a| match a.get("items") {
+            Some(Value::Array(items)) => items.clone(),
+            _ => vec![a],
+        })
         .collect();
     // the policy names the ReplicaSet's Deployment by the template-hash rule: no fourth object
-    assert_eq!(objects.len(), 3, "linkerd-config, Namespace, trust roots");
+    assert_eq!(
+        objects.len(),
+        3,
+        "linkerd-config, trust roots (one list), Namespace"
+    );
     let path = tmp("injected-cluster.json");
     std::fs::write(&path, Value::Array(objects).to_string()).unwrap();
     path.display().to_string()
@@ -160,7 +170,7 @@ fn a_denied_host_capability_reaches_the_policy_as_a_failed_lookup() {
     let message = response["status"]["message"].as_str().unwrap_or_default();
     assert!(
         message
-            .contains("Policy has not been granted access to the 'kubernetes/get_resource' host capability"),
+            .contains("Policy has not been granted access to the 'kubernetes/list_resources_by_namespace' host capability"),
         "{response}"
     );
 }

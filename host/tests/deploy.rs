@@ -448,6 +448,10 @@ fn timeouts_and_failure_policies() {
 // === the PolicyServer, its RBAC and verification ===
 
 fn grants(rules: &[PolicyRule], group: &str, resource: &str, name: Option<&str>) -> bool {
+    grants_verb(rules, "get", group, resource, name)
+}
+
+fn grants_verb(rules: &[PolicyRule], verb: &str, group: &str, resource: &str, name: Option<&str>) -> bool {
     rules.iter().any(|r| {
         r.api_groups
             .as_deref()
@@ -455,7 +459,7 @@ fn grants(rules: &[PolicyRule], group: &str, resource: &str, name: Option<&str>)
             .iter()
             .any(|g| g == group)
             && r.resources.iter().flatten().any(|x| x == resource)
-            && r.verbs.iter().any(|v| v == "get")
+            && r.verbs.iter().any(|v| v == verb)
             && match (&r.resource_names, name) {
                 (None, _) => true,
                 (Some(names), Some(n)) => names.iter().any(|x| x == n),
@@ -538,9 +542,13 @@ fn policy_server_can_make_every_lookup_and_no_more() {
             .or_default()
             .extend(role.rules.clone().unwrap_or_default());
     }
-    // least privilege: `get` only, nothing wildcarded
+    // least privilege: `get` only, except `list` and `watch` of ConfigMaps in a namespace (the
+    // control plane's, below); nothing wildcarded
     for r in cluster_rules.iter().chain(namespaced.values().flatten()) {
-        assert_eq!(r.verbs, ["get"], "{r:?}");
+        let listing =
+            r.verbs == ["list", "watch"] && r.resources.as_deref() == Some(&["configmaps".to_string()][..]);
+        assert!(r.verbs == ["get"] || listing, "{r:?}");
+        assert!(!cluster_rules.contains(r) || r.verbs == ["get"], "{r:?}");
         assert!(!r.resources.iter().flatten().any(|x| x.contains('*')), "{r:?}");
         assert!(!r.api_groups.iter().flatten().any(|x| x.contains('*')), "{r:?}");
     }
@@ -565,9 +573,14 @@ fn policy_server_can_make_every_lookup_and_no_more() {
             let linkerd_config = settings["policy"]["linkerdConfigMap"]
                 .as_str()
                 .unwrap_or("linkerd-config");
+            let listed = settings["policy"]["configMapLookup"].as_str() != Some("get");
             rules.is_some_and(|rules| {
                 grants(rules, group, resource, Some(trust_roots))
                     && (!values_from_cluster || grants(rules, group, resource, Some(linkerd_config)))
+                    && (!listed
+                        || ["list", "watch"]
+                            .iter()
+                            .all(|verb| grants_verb(rules, verb, group, resource, None)))
             })
         } else {
             grants(&cluster_rules, group, resource, None)

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use injector_host::hostcalls::payload::GetResourceRequest;
+use injector_host::hostcalls::payload::{GetResourceRequest, ListResourcesByNamespaceRequest};
 use injector_host::hostcalls::replay::CallbackRequestType;
 use injector_host::{AdmissionRequest, AdmissionResponse, ClusterState, FaultPlan};
 use policy_support::*;
@@ -74,18 +74,26 @@ fn context_and_replay_runs_give_the_same_injecting_response() {
             !stderr.contains("have not been replayed") && !stderr.contains("Replay error"),
             "{how}: {stderr}"
         );
-        // three lookups reach the source, none fails: linkerd-config, Namespace, trust roots;
-        // the owner comes from the pod-template-hash naming rule (the default
-        // `policy.ownerResolution`)
+        // two host calls reach the source, none fails: the list of the control plane's
+        // ConfigMaps (linkerd-config and the trust roots), then the Namespace; the owner comes
+        // from the pod-template-hash naming rule (the default `policy.ownerResolution`)
         let stats = printed_stats(out);
         assert_eq!(
-            (&stats["made"], &stats["cached"], &stats["failed"]),
-            (&json!(3), &json!(0), &json!(0)),
+            (
+                &stats["made"],
+                &stats["cached"],
+                &stats["failed"],
+                &stats["lists"]
+            ),
+            (&json!(1), &json!(0), &json!(0), &json!(1)),
             "{how}: {stats}"
         );
-        for (key, made) in [("v1/Namespace", 1), ("v1/ConfigMap", 2)] {
-            assert_eq!(stats["by_resource"][key]["made"], json!(made), "{how}: {stats}");
-        }
+        assert_eq!(
+            stats["by_resource"]["v1/Namespace"]["made"],
+            json!(1),
+            "{how}: {stats}"
+        );
+        assert_eq!(stats["by_resource"].get("v1/ConfigMap"), None, "{how}: {stats}");
         assert_eq!(
             stats["by_resource"].get("apps/v1/ReplicaSet"),
             None,
@@ -155,28 +163,48 @@ fn session_matches_the_context_file() {
         let request: CallbackRequestType =
             serde_yaml_ng::from_str(exchange["request"].as_str().expect("request is a string"))
                 .unwrap_or_else(|e| panic!("#{i}: {e}"));
-        let CallbackRequestType::KubernetesGetResource {
-            api_version,
-            kind,
-            name,
-            namespace,
-            disable_cache,
-            field_masks,
-        } = request
-        else {
-            panic!("#{i}: only get_resource lookups expected")
-        };
-        asked.push(format!("{api_version}/{kind} {name}"));
-        let served = lookups
-            .get_resource(&GetResourceRequest {
+        let served = match request {
+            CallbackRequestType::KubernetesGetResource {
                 api_version,
                 kind,
                 name,
                 namespace,
                 disable_cache,
                 field_masks,
-            })
-            .unwrap_or_else(|e| panic!("#{i}: {e}"));
+            } => {
+                asked.push(format!("get {api_version}/{kind} {name}"));
+                lookups.get_resource(&GetResourceRequest {
+                    api_version,
+                    kind,
+                    name,
+                    namespace,
+                    disable_cache,
+                    field_masks,
+                })
+            }
+            CallbackRequestType::KubernetesListResourceNamespace {
+                api_version,
+                kind,
+                namespace,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => {
+                asked.push(format!("list {api_version}/{kind} in {namespace}"));
+                lookups.list_resources_by_namespace(&ListResourcesByNamespaceRequest {
+                    api_version,
+                    kind,
+                    namespace,
+                    label_selector,
+                    field_selector,
+                    field_masks,
+                })
+            }
+            other => {
+                panic!("#{i}: only get_resource and list_resources_by_namespace expected, got {other:?}")
+            }
+        }
+        .unwrap_or_else(|e| panic!("#{i}: {e}"));
         let served: Value = serde_json::from_slice(&served).unwrap();
         let recorded: Value = serde_json::from_str(exchange["response"]["payload"].as_str().unwrap())
             .unwrap_or_else(|e| panic!("#{i}: payload is not JSON: {e}"));
@@ -187,11 +215,7 @@ fn session_matches_the_context_file() {
     }
     assert_eq!(
         asked,
-        [
-            "v1/ConfigMap linkerd-config",
-            "v1/Namespace emojivoto",
-            "v1/ConfigMap linkerd-identity-trust-roots",
-        ]
+        ["list v1/ConfigMap in linkerd", "get v1/Namespace emojivoto"]
     );
 
     // the replayed evaluation consumes every exchange, with nothing left over

@@ -6,7 +6,9 @@
 //! `policy.linkerdConfigFailure: reject` and injects from the settings alone, with a warning and
 //! the `values` audit annotation, under `settings`. Under both `policy.ownerResolution`
 //! values: `lookup` reaches the ReplicaSet (and its faults), the default `templateHash` resolves
-//! this Deployment pod by its name and makes no ReplicaSet lookup at all.
+//! this Deployment pod by its name and makes no ReplicaSet lookup at all. A fault on one named
+//! ConfigMap is a fault of its get (`policy.configMapLookup: get`); under the default `list` one
+//! list answers both ConfigMaps, so its fault (target `ConfigMap`) reaches both.
 
 mod common;
 mod policy_support;
@@ -42,9 +44,11 @@ metadata: {name: linkerd-config, namespace: linkerd}
 data: {values: "linkerdVersion: edge-26.8.3\n"}
 "#;
 
-/// The fault-plan targets of the two ConfigMaps (a bare `ConfigMap` would hit both).
+/// The fault-plan targets of the two ConfigMaps' gets; a bare `ConfigMap` hits both, and the
+/// list of both.
 const TRUST_ROOTS: &str = "ConfigMap/linkerd/linkerd-identity-trust-roots";
 const LINKERD_CONFIG: &str = "ConfigMap/linkerd/linkerd-config";
+const CONFIG_MAPS: &str = "ConfigMap";
 
 fn pod(owner_kind: &str, owner: &str) -> Value {
     json!({
@@ -67,6 +71,7 @@ use Outcome::*;
 const NS_FAIL: &str = "could not read Namespace shop to decide on proxy injection: ";
 const CM_FAIL: &str =
     "could not read the trust anchors from ConfigMap linkerd/linkerd-identity-trust-roots: ";
+const VALUES_FAIL: &str = "could not read ConfigMap linkerd/linkerd-config: ";
 
 #[rstest]
 #[case::linkerd_config_slow(
@@ -121,6 +126,15 @@ const CM_FAIL: &str =
     "ReplicaSet",
     Injected("linkerd.io/proxy-deployment", "web")
 )]
+#[case::config_map_list_error(CONFIG_MAPS, "error", "ReplicaSet", Rejected(VALUES_FAIL))]
+#[case::config_map_list_notfound(CONFIG_MAPS, "notfound", "ReplicaSet", Rejected(VALUES_FAIL))]
+#[case::config_map_list_malformed(CONFIG_MAPS, "malformed", "ReplicaSet", Rejected(VALUES_FAIL))]
+#[case::config_map_list_slow(
+    CONFIG_MAPS,
+    "latency:40",
+    "ReplicaSet",
+    Injected("linkerd.io/proxy-deployment", "web")
+)]
 fn every_lookup_under_every_fault(
     #[case] kind: &str,
     #[case] fault: &str,
@@ -136,11 +150,20 @@ fn every_lookup_under_every_fault(
     };
     let object = pod(owner_kind, owner);
     let request = create_request("Pod", "shop", "fault-matrix", object.clone());
-    // Trust roots from the ConfigMap, so its lookup is exercised.
+    // Trust roots from the ConfigMap, so its lookup is exercised; a named ConfigMap's fault is
+    // its get's.
+    let reads = if kind.starts_with("ConfigMap/") {
+        "get"
+    } else {
+        "list"
+    };
     let response = evaluate(
         &host,
         &request,
-        &settings(json!({"policy": {"trustAnchors": "configMap", "ownerResolution": owner_resolution}})),
+        &settings(
+            json!({"policy": {"trustAnchors": "configMap", "ownerResolution": owner_resolution,
+            "configMapLookup": reads}}),
+        ),
     );
     let text = serde_json::to_string(&response).unwrap();
     let rs_lookups = host
@@ -226,9 +249,10 @@ fn lookups_by_resource(host: &injector_host::runtime::callback::HostContext) -> 
         .collect()
 }
 
-/// An unusable `linkerd-config` under both `policy.linkerdConfigFailure` values: `reject`
-/// refuses with the exact reason and reads nothing else; `settings` injects exactly the pod the
-/// settings alone inject, with the reason as a warning and the `values` audit annotation.
+/// An unusable `linkerd-config` (its get under `policy.configMapLookup: get`) under both
+/// `policy.linkerdConfigFailure` values: `reject` refuses with the exact reason and reads nothing
+/// else; `settings` injects exactly the pod the settings alone inject, with the reason as a
+/// warning and the `values` audit annotation.
 #[rstest]
 fn linkerd_config_under_every_fault(
     #[values("error", "notfound", "malformed")] fault: &str,
@@ -239,7 +263,7 @@ fn linkerd_config_under_every_fault(
     let object = pod("ReplicaSet", "web-5d8f9c7b4");
     let request = create_request("Pod", "shop", "fault-matrix", object.clone());
     let policy = json!({"trustAnchors": "configMap", "ownerResolution": owner_resolution,
-        "linkerdConfigFailure": failure});
+        "linkerdConfigFailure": failure, "configMapLookup": "get"});
     let response = evaluate(&host, &request, &settings(json!({ "policy": policy })));
     let text = serde_json::to_string(&response).unwrap();
     let reason = values_reason(fault);
@@ -271,4 +295,53 @@ fn linkerd_config_under_every_fault(
     let mut audit = expected.audit_annotations.clone().unwrap_or_default();
     audit.insert("values".into(), "settings only: linkerd-config unusable".into());
     assert_eq!(response.audit_annotations.unwrap_or_default(), audit, "{fault}");
+}
+
+/// Why the list of the control plane's ConfigMaps failed under `fault`, as the module words it.
+fn list_reason(fault: &str) -> String {
+    let what = "ConfigMaps in namespace linkerd";
+    let failed = |e: &str| format!("lookup of {what} failed: Host error: Callback evaluation failure: {e}");
+    match fault {
+        "error" => failed("injected fault: the API server failed to answer the lookup of ConfigMap linkerd"),
+        "notfound" => failed("Cannot find resource v1/ConfigMap"),
+        "malformed" => {
+            let parse_error = serde_json::from_slice::<Value>(br#"{"items":[{"#).unwrap_err();
+            format!("lookup of {what}: malformed answer: {parse_error}")
+        }
+        other => panic!("no reason for {other}"),
+    }
+}
+
+/// A failed list of the control plane's ConfigMaps (`policy.configMapLookup: list`, the
+/// default): made once, it fails `linkerd-config` and the trust roots alike. `reject` refuses
+/// with `linkerd-config`'s reason; `settings` falls back to the settings alone for the values,
+/// then refuses for the trust roots, read from the same failed list and not read again.
+#[rstest]
+fn config_map_list_under_every_fault(
+    #[values("error", "notfound", "malformed")] fault: &str,
+    #[values("reject", "settings")] failure: &str,
+) {
+    let host = cluster_host(cluster(CONTEXT), faults(&[&format!("{CONFIG_MAPS}={fault}")]));
+    let object = pod("ReplicaSet", "web-5d8f9c7b4");
+    let request = create_request("Pod", "shop", "fault-matrix", object);
+    let policy = json!({"trustAnchors": "configMap", "linkerdConfigFailure": failure});
+    let response = evaluate(&host, &request, &settings(json!({ "policy": policy })));
+    let text = serde_json::to_string(&response).unwrap();
+    assert!(!response.allowed, "{fault}: {text}");
+    assert!(response.patch.is_none(), "{fault}: {text}");
+    let message = response.status.as_ref().and_then(|s| s.message.clone());
+    let reason = list_reason(fault);
+    let expected = if failure == "reject" {
+        format!("{VALUES_FAIL}{reason}{TRANSIENT}")
+    } else {
+        format!("{CM_FAIL}{reason}{TRANSIENT}")
+    };
+    assert_eq!(message, Some(expected), "{fault} {failure}");
+    assert_eq!(
+        host.stats().lists,
+        1,
+        "{fault} {failure}: one list, whatever it answered"
+    );
+    let namespace_read = lookups_by_resource(&host).contains(&("v1/Namespace".to_owned(), 1));
+    assert_eq!(namespace_read, failure == "settings", "{fault} {failure}");
 }

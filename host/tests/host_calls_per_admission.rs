@@ -1,9 +1,11 @@
 //! Host calls per admission through the compiled module (`../policy.wasm`) and this engine:
-//! the exact `kubernetes/get_resource` calls one admission makes (recorded as kwctl records
-//! them) and the engine's counters, for the main scenarios under both `policy.ownerResolution`
-//! values, both trust-anchor sources and both `policy.valuesFrom` values (`linkerdConfig` reads
-//! `linkerd/linkerd-config` before anything else; `settings` reads no such ConfigMap). Counts, never timings: in policy-server each host call
-//! costs ~0.1 ms of wall time even when served from its cache.
+//! the exact `kubernetes/get_resource` and `list_resources_by_namespace` calls one admission
+//! makes (recorded as kwctl records them) and the engine's counters, for the main scenarios
+//! under both `policy.ownerResolution` values, both trust-anchor sources, both
+//! `policy.valuesFrom` values (`linkerdConfig` reads `linkerd/linkerd-config` before anything
+//! else; `settings` reads no such ConfigMap) and both `policy.configMapLookup` values (`list`
+//! reads both control-plane ConfigMaps with one list; `get` reads each). Counts, never timings:
+//! in policy-server each host call costs 0.1-0.5 ms of wall time even when served from its cache.
 
 mod common;
 mod policy_support;
@@ -87,17 +89,39 @@ fn values_call() -> String {
     call("v1/ConfigMap", "linkerd-config", Some("linkerd"), &["data"])
 }
 
-/// `expected` preceded by the values lookup when the values come from `linkerd-config`.
-fn with_values_call(values_from: &str, expected: Vec<String>) -> Vec<String> {
-    match values_from {
-        "linkerdConfig" => std::iter::once(values_call()).chain(expected).collect(),
-        _ => expected,
-    }
+/// The one list of the control plane's ConfigMaps (`policy.configMapLookup: list`).
+fn list_call() -> String {
+    "list v1/ConfigMap \"linkerd\" [\"data\"]".to_owned()
 }
 
-/// `s` with `policy.valuesFrom` set.
-fn values_from_in(mut s: Value, values_from: &str) -> Value {
+/// `expected` (the calls under `valuesFrom: settings` and `configMapLookup: get`) for these
+/// values: the values lookup first when they come from `linkerd-config`; under `list` the first
+/// ConfigMap read becomes the list and the other costs nothing.
+fn with_values_call(values_from: &str, reads: &str, expected: Vec<String>) -> Vec<String> {
+    let values = (values_from == "linkerdConfig").then(values_call);
+    let all: Vec<String> = values.into_iter().chain(expected).collect();
+    if reads == "get" {
+        return all;
+    }
+    let mut listed = false;
+    let mut calls = Vec::new();
+    for c in all {
+        if c == values_call() || c == cm_call() {
+            if !listed {
+                calls.push(list_call());
+            }
+            listed = true;
+        } else {
+            calls.push(c);
+        }
+    }
+    calls
+}
+
+/// `s` with `policy.valuesFrom` and `policy.configMapLookup` set.
+fn values_from_in(mut s: Value, values_from: &str, reads: &str) -> Value {
     s["policy"]["valuesFrom"] = json!(values_from);
+    s["policy"]["configMapLookup"] = json!(reads);
     s
 }
 
@@ -126,6 +150,17 @@ fn recorded_calls(host: &HostContext) -> Vec<String> {
             } => {
                 let masks: Vec<String> = field_masks.into_iter().flatten().collect();
                 format!("{api_version}/{kind} {name} {namespace:?} {disable_cache} {masks:?}")
+            }
+            CallbackRequestType::KubernetesListResourceNamespace {
+                api_version,
+                kind,
+                namespace,
+                label_selector: None,
+                field_selector: None,
+                field_masks,
+            } => {
+                let masks: Vec<String> = field_masks.into_iter().flatten().collect();
+                format!("list {api_version}/{kind} {namespace:?} {masks:?}")
             }
             other => format!("unexpected host call {other:?}"),
         })
@@ -192,43 +227,61 @@ fn host_calls_of_one_admission(
     #[case] s: Value,
     #[case] expected: Vec<String>,
     #[case] labels: BTreeMap<String, String>,
-    #[values("linkerdConfig", "settings")] values_from: &str,
+    // (`policy.valuesFrom`, `policy.configMapLookup`)
+    #[values(("linkerdConfig", "list"), ("linkerdConfig", "get"), ("settings", "list"), ("settings", "get"))]
+    source: (&str, &str),
 ) {
+    let (values_from, reads) = source;
     let host = recording_host();
     let request = create_request(kind, ns, "host-calls", object.clone());
-    let response = evaluate(&host, &request, &settings(values_from_in(s, values_from)));
+    let response = evaluate(&host, &request, &settings(values_from_in(s, values_from, reads)));
     assert!(response.allowed, "{}", serde_json::to_string(&response).unwrap());
-    let expected = with_values_call(values_from, expected);
+    let expected = with_values_call(values_from, reads, expected);
     assert_eq!(recorded_calls(&host), expected);
+    let lists = expected.iter().filter(|c| **c == list_call()).count() as u64;
     let stats = host.stats();
     assert_eq!(
-        (stats.made, stats.cached, stats.failed),
-        (expected.len() as u64, 0, 0)
+        (stats.made, stats.cached, stats.failed, stats.lists),
+        (expected.len() as u64 - lists, 0, 0, lists)
     );
     assert_eq!(owner_labels(&patched(&object, &response)), labels);
 }
 
-/// The next pods of a rollout ask the same way: every call is served from the engine's cache,
-/// and each still costs a host call. The values lookup is one of them under `linkerdConfig`.
+/// The next pods of a rollout ask the same way: every get is served from the engine's cache,
+/// and each still costs a host call, as each list does (policy-server serves lists from a
+/// reflector, this engine from its cluster state). Under `get`, the values lookup is one of the
+/// gets under `linkerdConfig`; under `list`, one list per pod reads both ConfigMaps.
 #[rstest]
-#[case::template_hash_linkerd_config(None, "linkerdConfig", 3)]
-#[case::lookup_linkerd_config(Some("lookup"), "linkerdConfig", 4)]
-#[case::template_hash_settings(None, "settings", 2)]
-#[case::lookup_settings(Some("lookup"), "settings", 3)]
+#[case::template_hash_linkerd_config(None, "linkerdConfig", "list", 1, 1)]
+#[case::lookup_linkerd_config(Some("lookup"), "linkerdConfig", "list", 2, 1)]
+#[case::template_hash_settings(None, "settings", "list", 1, 1)]
+#[case::lookup_settings(Some("lookup"), "settings", "list", 2, 1)]
+#[case::template_hash_linkerd_config_get(None, "linkerdConfig", "get", 3, 0)]
+#[case::lookup_linkerd_config_get(Some("lookup"), "linkerdConfig", "get", 4, 0)]
+#[case::template_hash_settings_get(None, "settings", "get", 2, 0)]
+#[case::lookup_settings_get(Some("lookup"), "settings", "get", 3, 0)]
 fn host_calls_per_pod_of_a_rollout(
     #[case] how: Option<&str>,
     #[case] values_from: &str,
-    #[case] per_pod: u64,
+    #[case] reads: &str,
+    #[case] gets_per_pod: u64,
+    #[case] lists_per_pod: u64,
 ) {
     let host = recording_host();
-    let s = settings(values_from_in(policy_settings(how, false), values_from));
+    let s = settings(values_from_in(policy_settings(how, false), values_from, reads));
     for i in 0..10 {
         let request = create_request("Pod", NS, &format!("pod-{i}"), deployment_pod());
         assert!(evaluate(&host, &request, &s).allowed);
     }
     let stats = host.stats();
-    assert_eq!((stats.made, stats.cached), (per_pod, 9 * per_pod));
-    assert_eq!(host.lookups().recorded().len() as u64, 10 * per_pod);
+    assert_eq!(
+        (stats.made, stats.cached, stats.lists),
+        (gets_per_pod, 9 * gets_per_pod, 10 * lists_per_pod)
+    );
+    assert_eq!(
+        host.lookups().recorded().len() as u64,
+        10 * (gets_per_pod + lists_per_pod)
+    );
     let rs = stats
         .by_resource
         .get("apps/v1/ReplicaSet")
@@ -245,8 +298,12 @@ fn host_calls_per_pod_of_a_rollout(
     };
     assert_eq!(rs, rs_expected);
     let config_maps = stats.by_resource.get("v1/ConfigMap").copied().unwrap_or_default();
-    // the trust roots, and linkerd-config when the values come from it
-    let per_pod_config_maps = if values_from == "linkerdConfig" { 2 } else { 1 };
+    // gets of the trust roots, and of linkerd-config when the values come from it; none listed
+    let per_pod_config_maps = match (reads, values_from) {
+        ("list", _) => 0,
+        (_, "linkerdConfig") => 2,
+        _ => 1,
+    };
     assert_eq!(
         config_maps,
         ResourceStats {

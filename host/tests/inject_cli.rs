@@ -328,9 +328,9 @@ fn cluster_state_and_trust_anchors() {
         text(&out.stderr),
         "Error: <stdin>: pod/p: rejected by the policy: ConfigMap linkerd/linkerd-config not found: is \
          Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; \
-         policy.valuesFrom: settings reads no ConfigMap)\n  the policy looked up v1/ConfigMap \
-         linkerd/linkerd-config, which is not in the cluster state: manual injection reads no cluster, \
-         pass it with --context\n"
+         policy.valuesFrom: settings reads no ConfigMap)\n  the policy listed v1/ConfigMap in namespace \
+         linkerd, of which the cluster state holds none: manual injection reads no cluster, pass what \
+         is missing with --context\n"
     );
     // Or the settings alone, as host/README.md and deploy/README.md say: no lookup of them.
     let alone = settings_file("alone.json", json!({"policy": {"valuesFrom": "settings"}}));
@@ -346,9 +346,9 @@ fn cluster_state_and_trust_anchors() {
         text(&out.stderr),
         "Error: <stdin>: pod/p: rejected by the policy: could not read the trust anchors from ConfigMap \
          linkerd/linkerd-identity-trust-roots: ConfigMap linkerd/linkerd-identity-trust-roots not found \
-         (usually transient; the API server will retry)\n  the policy looked up v1/ConfigMap \
-         linkerd/linkerd-identity-trust-roots, which is not in the cluster state: manual injection reads \
-         no cluster, pass it with --context\n"
+         (usually transient; the API server will retry)\n  the policy listed v1/ConfigMap in namespace \
+         linkerd, of which the cluster state holds linkerd-config: manual injection reads no cluster, \
+         pass what is missing with --context\n"
     );
     // The context's ConfigMap and Namespace are used.
     let context = tmp("context.yaml");
@@ -485,7 +485,7 @@ fn settings_from_the_deployed_policy_manifest() {
         "the manifest's settings read the ConfigMap"
     );
     assert!(text(&out.stderr).contains(
-        "the policy looked up v1/ConfigMap linkerd/linkerd-identity-trust-roots, which is not in the cluster state"
+        "the policy listed v1/ConfigMap in namespace linkerd, of which the cluster state holds linkerd-config:"
     ));
 }
 

@@ -4,7 +4,8 @@
 //! is final: 1 lookup; an error is retried once with `disable_cache`). Also the Namespace lookup
 //! failure, the trust roots read from the ConfigMap, and invalid settings (library and CLI).
 //! The control plane's `linkerd/linkerd-config` (neutral values) is in every cluster state and
-//! session: the module reads it first for every pod, so it is one of the ConfigMap lookups.
+//! session: the module reads it first for every pod, with one list of the control plane's
+//! ConfigMaps (`policy.configMapLookup: list`, the default).
 //! The ReplicaSet paths run with `policy.ownerResolution: lookup` (Linkerd's behaviour); the
 //! default `templateHash` resolves a Deployment's pod without the lookup, faults or not.
 
@@ -235,9 +236,9 @@ fn replicaset_owner_via_lookup() {
     assert_eq!(stats(&host, RS_KEY), rs_stats(1, 0, 0));
     assert_eq!(stats(&host, NS_KEY), rs_stats(1, 0, 0));
     assert_eq!(
-        stats(&host, CM_KEY),
-        rs_stats(1, 0, 0),
-        "linkerd-config only: inline trust anchors"
+        (stats(&host, CM_KEY), host.stats().lists),
+        (rs_stats(0, 0, 0), 1),
+        "linkerd-config, listed with the control plane's ConfigMaps"
     );
 
     // the next pod of the ReplicaSet asks the same way: served by the engine's cache
@@ -543,21 +544,22 @@ fn job_lookup_failures_fall_back_to_the_job() {
 // ---------------------------------------------------------------------------------------------
 // The exact requests, through kwctl replay sessions
 
-/// The values lookup every pod's admission makes first, answered with neutral values.
+/// The list of the control plane's ConfigMaps every pod's admission makes first, answered with
+/// `linkerd-config`'s neutral values.
 fn values_exchange() -> String {
     r#"
 - type: Exchange
   request: |
-    !KubernetesGetResource
+    !KubernetesListResourceNamespace
     api_version: v1
     kind: ConfigMap
-    name: linkerd-config
     namespace: linkerd
-    disable_cache: false
+    label_selector: null
+    field_selector: null
     field_masks: [data]
   response:
     type: Success
-    payload: '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"linkerd-config","namespace":"linkerd"},"data":{"values":"linkerdVersion: edge-26.8.3\n"}}'
+    payload: '{"apiVersion":"v1","kind":"ConfigMapList","metadata":{},"items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"linkerd-config","namespace":"linkerd"},"data":{"values":"linkerdVersion: edge-26.8.3\n"}}]}'
 "#
     .to_owned()
 }
@@ -720,12 +722,20 @@ fn trust_roots_come_from_the_configmap_without_inline_pem() {
         .find(|e| e["name"] == "LINKERD2_PROXY_IDENTITY_TRUST_ANCHORS")
         .expect("trust anchors env");
     assert_eq!(anchors["value"], json!(BUNDLE));
-    // linkerd-config and the trust roots
-    assert_eq!(stats(&host, CM_KEY), rs_stats(2, 0, 0));
+    // linkerd-config and the trust roots: one list, no get
+    assert_eq!((stats(&host, CM_KEY), host.stats().lists), (rs_stats(0, 0, 0), 1));
 
-    // asked the same way every time: the next pod's values and bundle come from the cache
+    // asked the same way every time: the next pod's values and bundle come from a list again
     admit(&host, &rs_pod(RS, HASH), json!({}));
-    assert_eq!(stats(&host, CM_KEY), rs_stats(2, 2, 0));
+    assert_eq!((stats(&host, CM_KEY), host.stats().lists), (rs_stats(0, 0, 0), 2));
+
+    // by name under `policy.configMapLookup: get`: two gets, then two cached
+    let host = cluster_host(context_with_trust_roots(), FaultPlan::new());
+    let by_name = json!({"policy": {"configMapLookup": "get"}});
+    let (got, _) = admit(&host, &rs_pod(RS, HASH), by_name.clone());
+    assert_eq!(got.patch, resp.patch);
+    admit(&host, &rs_pod(RS, HASH), by_name);
+    assert_eq!((stats(&host, CM_KEY), host.stats().lists), (rs_stats(2, 2, 0), 0));
 
     // without the ConfigMap the pod cannot be injected correctly: a transient rejection
     let host = cluster_host(context(), FaultPlan::new());

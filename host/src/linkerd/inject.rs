@@ -144,6 +144,36 @@ fn failed_lookups(exchanges: &[Exchange]) -> Vec<String> {
         .collect()
 }
 
+/// The answered lists of a namespace's objects whose namespace the rejection names
+/// (`<kind> <namespace>/`), as `(what was listed, the names the cluster state holds)`: a list
+/// has no "not found", so the hint says what the cluster state had.
+fn listed_for(exchanges: &[Exchange], rejection: &str) -> Vec<(String, Vec<String>)> {
+    exchanges
+        .iter()
+        .filter_map(|e| match (&e.request, &e.response) {
+            (
+                CallbackRequestType::KubernetesListResourceNamespace {
+                    api_version,
+                    kind,
+                    namespace,
+                    ..
+                },
+                ReplayResponse::Success { payload },
+            ) if rejection.contains(&format!("{kind} {namespace}/")) => {
+                let list: Value = serde_json::from_str(payload).unwrap_or_default();
+                let names = list["items"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_owned))
+                    .collect();
+                Some((format!("{api_version}/{kind} in namespace {namespace}"), names))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Runs manual injection over parsed inputs with one policy and its settings.
 pub struct Injector<'p> {
     policy: &'p Policy,
@@ -446,10 +476,22 @@ impl Session<'_> {
         }
         let mut message = format!("rejected by the policy: {}", response.message());
         let recorded = self.host.lookups().recorded();
-        for missing in failed_lookups(recorded.get(before..).unwrap_or_default()) {
+        let exchanges = recorded.get(before..).unwrap_or_default();
+        for missing in failed_lookups(exchanges) {
             message.push_str(&format!(
                 "\n  the policy looked up {missing}, which is not in the cluster state: manual \
                  injection reads no cluster, pass it with --context"
+            ));
+        }
+        for (listed, names) in listed_for(exchanges, response.message()) {
+            let held = if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            };
+            message.push_str(&format!(
+                "\n  the policy listed {listed}, of which the cluster state holds {held}: manual \
+                 injection reads no cluster, pass what is missing with --context"
             ));
         }
         Err(message)
@@ -508,5 +550,36 @@ mod tests {
             failed_lookups(&[get(Some("linkerd"), error()), get(None, ok), get(None, error())]),
             ["v1/ConfigMap linkerd/roots", "v1/ConfigMap roots"]
         );
+    }
+
+    #[test]
+    fn lists_the_rejection_names_say_what_the_cluster_state_held() {
+        let list = |namespace: &str, payload: &str| Exchange {
+            request: CallbackRequestType::KubernetesListResourceNamespace {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: namespace.into(),
+                label_selector: None,
+                field_selector: None,
+                field_masks: None,
+            },
+            response: ReplayResponse::Success {
+                payload: payload.into(),
+            },
+        };
+        let held = list("linkerd", r#"{"items":[{"metadata":{"name":"linkerd-config"}}]}"#);
+        let empty = list("mesh", r#"{"items":[]}"#);
+        let rejection = "ConfigMap linkerd/roots not found; ConfigMap mesh/values not found";
+        assert_eq!(
+            listed_for(&[held.clone(), empty.clone()], rejection),
+            [
+                (
+                    "v1/ConfigMap in namespace linkerd".to_owned(),
+                    vec!["linkerd-config".to_owned()]
+                ),
+                ("v1/ConfigMap in namespace mesh".to_owned(), vec![])
+            ]
+        );
+        assert_eq!(listed_for(&[held, empty], "Namespace shop not found"), []);
     }
 }
