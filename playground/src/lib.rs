@@ -268,11 +268,9 @@ fn run(text: &str, manifest: &Manifest, ns: &NamespaceInput, settings: &Settings
     }
     let mut notes = Vec::new();
     let lookups = cluster.lookups();
-    let trust_roots = &settings.policy.trust_anchors_config_map;
-    if lookups
-        .iter()
-        .any(|l| l.kind == "ConfigMap" && &l.name == trust_roots)
-    {
+    // an injected object read the trust roots, from the example ConfigMap (by name or listed
+    // with the control plane's ConfigMaps)
+    if reads_trust_config_map(settings) && objects.iter().any(|o| o.verdict == "injected") {
         notes.push(format!(
             "The settings have no identityTrustAnchorsPEM: an EXAMPLE bundle stood in for ConfigMap {}/{} \
              (linkerd.io/trust-root-sha256 and the proxy's trust anchors will differ in your cluster).",

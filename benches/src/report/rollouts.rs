@@ -20,15 +20,15 @@ pub fn write_rollouts(w: &mut String, workers: usize, m: &Measurements) -> fmt::
     )?;
     writeln!(
         w,
-        "| module | replicas | workers | injected | wall | throughput | p50 | p99 | max | Namespace lookups made / cached | ReplicaSet (owner) lookups made / cached | ConfigMap lookups made / cached | cache windows (5 s) | peak RSS |"
+        "| module | replicas | workers | injected | wall | throughput | p50 | p99 | max | Namespace lookups made / cached | ReplicaSet (owner) lookups made / cached | ConfigMap lookups made / cached | ConfigMap lists | cache windows (5 s) | peak RSS |"
     )?;
-    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")?;
     for r in m.rollouts.iter().chain(std::iter::once(&m.floor_rollout)) {
         match &r.report {
             Some(rep) => write_row(w, r, rep)?,
             None => writeln!(
                 w,
-                "| {} | {} | {} | error: {} | | | | | | | | | | |",
+                "| {} | {} | {} | error: {} | | | | | | | | | | | |",
                 r.module,
                 r.replicas,
                 r.workers,
@@ -38,7 +38,7 @@ pub fn write_rollouts(w: &mut String, workers: usize, m: &Measurements) -> fmt::
     }
     writeln!(
         w,
-        "\nLookups made = cache misses that reached the cluster; the owner (ReplicaSet) is looked up about once per cache window, not once per pod. The floor makes no lookups and adds no proxy (its row shows the engine's own cost for the same pods).\n"
+        "\nLookups made = cache misses that reached the cluster; the owner (ReplicaSet) is looked up about once per cache window, not once per pod. ConfigMap lists = `list_resources_by_namespace` calls (`policy.configMapLookup: list`, the default: one per pod reads `linkerd-config` and the trust roots; policy-server serves them from a watch-backed reflector, this engine from its cluster state, uncached). The floor makes no lookups and adds no proxy (its row shows the engine's own cost for the same pods).\n"
     )?;
     writeln!(
         w,
@@ -58,7 +58,7 @@ fn write_row(w: &mut String, r: &Rollout, rep: &RolloutReport) -> fmt::Result {
     let windows = (rep.wall_time_ms / 5000.0).ceil().max(1.0);
     writeln!(
         w,
-        "| {} | {} | {} | {}/{} | {:.2} s | {:.0}/s | {} | {} | {} | {} | {} | {} | {} | {:.1} MiB |",
+        "| {} | {} | {} | {}/{} | {:.2} s | {:.0}/s | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} MiB |",
         r.module,
         rep.replicas,
         rep.workers,
@@ -72,6 +72,7 @@ fn write_row(w: &mut String, r: &Rollout, rep: &RolloutReport) -> fmt::Result {
         by("v1/Namespace"),
         by("apps/v1/ReplicaSet"),
         by("v1/ConfigMap"),
+        rep.lookups.lists,
         windows,
         r.max_rss_kib as f64 / 1024.0
     )
