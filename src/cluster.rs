@@ -165,10 +165,8 @@ impl Cluster for MemoryCluster {
             return Err(err);
         }
         let found = self.objects.iter().find(|o| {
-            let meta = &o["metadata"];
-            o["kind"].as_str() == Some(lookup.kind)
-                && meta["name"].as_str() == Some(lookup.name.as_str())
-                && meta["namespace"].as_str() == lookup.namespace.as_deref()
+            in_scope(o, lookup.kind, lookup.namespace.as_deref())
+                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(lookup.name.as_str())
         });
         found
             .cloned()
@@ -180,10 +178,16 @@ impl Cluster for MemoryCluster {
         if let Some(err) = self.scripted_failure(|k| k == lookup.kind) {
             return Err(err);
         }
-        let items = self.objects.iter().filter(|o| {
-            o["kind"].as_str() == Some(lookup.kind)
-                && o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(lookup.namespace.as_str())
-        });
+        let items = self
+            .objects
+            .iter()
+            .filter(|o| in_scope(o, lookup.kind, Some(&lookup.namespace)));
         Ok(items.cloned().collect())
     }
+}
+
+/// Whether `object` is of `kind` in `namespace` (`None`: cluster-scoped).
+fn in_scope(object: &Value, kind: &str, namespace: Option<&str>) -> bool {
+    object.get("kind").and_then(Value::as_str) == Some(kind)
+        && object.pointer("/metadata/namespace").and_then(Value::as_str) == namespace
 }

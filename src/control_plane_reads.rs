@@ -29,16 +29,16 @@ impl<'c> ControlPlaneReads<'c> {
         }
     }
 
-    fn is_listed(&self, lookup: &Lookup) -> bool {
-        lookup.kind == "ConfigMap"
-            && lookup.namespace.is_some()
-            && lookup.namespace.as_deref() == self.listed_namespace
+    /// The namespace to list for `lookup`: its own, when it is a ConfigMap there.
+    fn listed_for(&self, lookup: &Lookup) -> Option<&'c str> {
+        self.listed_namespace
+            .filter(|&ns| lookup.kind == "ConfigMap" && lookup.namespace.as_deref() == Some(ns))
     }
 }
 
 impl Cluster for ControlPlaneReads<'_> {
     fn get(&self, lookup: &Lookup) -> Result<Value, LookupError> {
-        let Some(namespace) = self.listed_namespace.filter(|_| self.is_listed(lookup)) else {
+        let Some(namespace) = self.listed_for(lookup) else {
             return self.inner.get(lookup);
         };
         let listed = self

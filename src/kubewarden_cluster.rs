@@ -37,6 +37,11 @@ struct Items {
 
 pub struct KubewardenCluster;
 
+/// The request's `field_masks`: none (the whole object) when the lookup names no path.
+fn masks<'a>(paths: &'a [&'a str]) -> Option<&'a [&'a str]> {
+    (!paths.is_empty()).then_some(paths)
+}
+
 impl KubewardenCluster {
     /// One host call; `host_error` turns the host's error text into the lookup's error.
     fn call(
@@ -60,7 +65,7 @@ impl Cluster for KubewardenCluster {
             name: &lookup.name,
             namespace: lookup.namespace.as_deref(),
             disable_cache: lookup.disable_cache,
-            field_masks: (!lookup.field_masks.is_empty()).then_some(lookup.field_masks),
+            field_masks: masks(lookup.field_masks),
         };
         let answer = Self::call("get_resource", &what, &request, |e| {
             classify_host_error(&what, &e)
@@ -83,7 +88,7 @@ impl Cluster for KubewardenCluster {
             namespace: &lookup.namespace,
             label_selector: None,
             field_selector: None,
-            field_masks: (!lookup.field_masks.is_empty()).then_some(lookup.field_masks),
+            field_masks: masks(lookup.field_masks),
         };
         // A list has no "not found": every host error is a failed read.
         let answer = Self::call("list_resources_by_namespace", &what, &request, |e| {
