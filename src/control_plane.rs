@@ -76,7 +76,7 @@ fn read(settings: &Settings, cluster: &dyn Cluster) -> Result<Settings, ValuesEr
         return Err(ValuesError::MissingKey { at });
     };
     let values: Value =
-        crate::helm_yaml::from_str_keeping(text, Settings::reads_top_level_key).map_err(|e| {
+        crate::helm_yaml::from_str_keeping(text, Settings::reads_from_values).map_err(|e| {
             ValuesError::NotYaml {
                 at: at.clone(),
                 message: e.to_string(),

@@ -38,10 +38,10 @@ fn agrees(text: &str) -> Result<bool, String> {
     }
 }
 
-/// The same with only the settings' top-level keys kept, against libyaml's whole document with
-/// the other keys removed.
+/// The same with only the top-level keys the module reads from values kept, against libyaml's
+/// whole document with the other keys removed.
 fn agrees_keeping(text: &str) -> Result<bool, String> {
-    let keep = Settings::reads_top_level_key;
+    let keep = Settings::reads_from_values;
     let expected = serde_yaml_ng::from_str::<Value>(text)
         .map(|mut v| {
             if let Value::Object(map) = &mut v {
@@ -80,11 +80,31 @@ fn linkerd_config_values_take_the_fast_reader(#[case] tag: &str, #[case] golden:
     let text = linkerd_config_values(tag, golden);
     assert_eq!(agrees(&text), Ok(true));
     assert_eq!(agrees_keeping(&text), Ok(true));
-    let kept = helm_yaml::from_str_keeping(&text, Settings::reads_top_level_key).unwrap();
+    let kept = helm_yaml::from_str_keeping(&text, Settings::reads_from_values).unwrap();
     assert!(
-        kept.get("proxy").is_some() && kept.get("controllerImage").is_none(),
+        kept.get("proxy").is_some()
+            && kept.get("controllerImage").is_none()
+            && kept.get("identityTrustAnchorsPEM").is_none(),
         "{kept}"
     );
+    // What the reader leaves out changes nothing: the same settings as from every settings key,
+    // under each shipped settings document.
+    let every = helm_yaml::from_str_keeping(&text, Settings::reads_top_level_key).unwrap();
+    assert!(every.get("identityTrustAnchorsPEM").is_some());
+    for doc in ["defaults", "ha", "cni", "hardened"] {
+        let settings = shipped_settings(doc);
+        assert_eq!(
+            settings.over_values(kept.clone()),
+            settings.over_values(every.clone()),
+            "{tag} {golden} {doc}"
+        );
+    }
+}
+
+fn shipped_settings(doc: &str) -> Settings {
+    let path = repo_root().join(format!("deploy/settings/{doc}.yaml"));
+    let value: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    Settings::from_value(value).unwrap()
 }
 
 /// Other YAML of the repository: the benchmarks' control plane must be fast; hand-written files

@@ -93,8 +93,9 @@ impl Settings {
             let msg = format!("must be a mapping, got {}", scalar::kind_of(&values));
             return Err(SettingsError(vec![FieldError::new("", msg)]));
         };
-        map.remove("policy");
-        map.remove("identityTrustAnchorsPEM");
+        for key in Settings::NOT_FROM_VALUES {
+            map.remove(*key);
+        }
         strip_nulls(&mut values);
         check_shapes(&values)?;
         let mut settings = decode_layers([values, self.overrides.clone()])?;

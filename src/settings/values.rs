@@ -59,9 +59,21 @@ impl Settings {
         "debugContainer",
     ];
 
+    /// Top-level keys of the control plane's values that [`Settings::over_values`] drops: the
+    /// policy's own block, and the trust bundle, which comes from the trust-roots ConfigMap or
+    /// the settings, as in Linkerd's injector.
+    pub const NOT_FROM_VALUES: &[&str] = &["policy", "identityTrustAnchorsPEM"];
+
     /// Whether `key` is one of [`Settings::TOP_LEVEL_KEYS`].
     pub fn reads_top_level_key(key: &str) -> bool {
         Self::TOP_LEVEL_KEYS.contains(&key)
+    }
+
+    /// Whether a values document's top-level `key` can change these settings: one of
+    /// [`Settings::TOP_LEVEL_KEYS`] and none of [`Settings::NOT_FROM_VALUES`]. The reader never
+    /// builds the others (the trust bundle alone is a tenth of `linkerd-config`'s values).
+    pub fn reads_from_values(key: &str) -> bool {
+        Self::reads_top_level_key(key) && !Self::NOT_FROM_VALUES.contains(&key)
     }
 }
 

@@ -1,5 +1,5 @@
 //! The calibration row of `make bench`: throughput through the engine of a trivial mutating
-//! policy, the same with one cached Namespace lookup, this policy (empty and shipped settings)
+//! policy, the same with one cached Namespace lookup and with the injected pod's two host calls, this policy (empty and shipped settings)
 //! and the floor, measured in one run, in interleaved rounds, on the same worker count, so the
 //! ratios can be set against the same ratios measured in policy-server
 //! (`benches/policy-server.md`). Host calls per admission are counted, not timed.
@@ -134,7 +134,7 @@ fn shipped_settings(path: &Path) -> Settings {
     Settings::from_value(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The row's policies: trivial, trivial + lookup, ours (empty and shipped settings), floor.
+/// The row's policies: trivial, trivial + lookup, trivial + ours' host calls, ours (empty and shipped settings), floor.
 pub fn candidates(engine: &Engine, e: &Engines, trivial: &Path, shipped: &Path) -> Vec<Candidate> {
     let trivial_bytes = std::fs::read(trivial)
         .unwrap_or_else(|err| panic!("{}: {err} (make trivial-policy builds it)", trivial.display()));
@@ -142,6 +142,10 @@ pub fn candidates(engine: &Engine, e: &Engines, trivial: &Path, shipped: &Path) 
         .load_policy("trivial", &trivial_bytes)
         .expect("trivial policy");
     let with_lookup = Settings::from_value(&serde_json::json!({"lookup": true})).expect("settings");
+    // The injected pod's own host calls: the Namespace, then the control plane's ConfigMaps.
+    let with_ours_calls =
+        Settings::from_value(&serde_json::json!({"lookup": true, "listConfigMaps": "linkerd"}))
+            .expect("settings");
     let candidate = |name: &str, policy: &Policy, settings: Settings| Candidate {
         name: name.to_owned(),
         policy: policy.clone(),
@@ -150,6 +154,11 @@ pub fn candidates(engine: &Engine, e: &Engines, trivial: &Path, shipped: &Path) 
     vec![
         candidate(REFERENCE, &trivial, Settings::default()),
         candidate("trivial + 1 cached Namespace lookup", &trivial, with_lookup),
+        candidate(
+            "trivial + ours' host calls (Namespace, ConfigMap list)",
+            &trivial,
+            with_ours_calls,
+        ),
         candidate("ours, empty settings", &e.ours, e.settings.clone()),
         candidate(
             &format!("ours, `{}`", shipped.display()),

@@ -45,7 +45,7 @@ pub fn write_calibration(
     )?;
     writeln!(
         w,
-        "The typical pod, {ADMISSIONS} admissions per round on {workers} worker threads sharing one host, {ROUNDS} interleaved rounds, every policy in the same run. Host calls take policy-server's path (a callback thread reached over a channel; every cached answer cloned, masked and serialised per call). The trivial policy is `benches/trivial-policy` (SDK types, adds one label; with `lookup: true` one cached Namespace `get_resource` first). Compare the `/ trivial` column with the same ratios measured in Kubewarden's policy-server (below, from `benches/policy-server.md`).\n"
+        "The typical pod, {ADMISSIONS} admissions per round on {workers} worker threads sharing one host, {ROUNDS} interleaved rounds, every policy in the same run. Host calls take policy-server's path (a callback thread reached over a channel; every cached answer cloned, masked and serialised per call). The trivial policy is `benches/trivial-policy` (SDK types, adds one label; with `lookup: true` one cached Namespace `get_resource` first, and with `listConfigMaps: linkerd` also the list of the control plane's ConfigMaps: the injected pod's two host calls around a trivial policy's work, the most any policy making them can reach). Compare the `/ trivial` column with the same ratios measured in Kubewarden's policy-server (below, from `benches/policy-server.md`).\n"
     )?;
     w.push_str(&table(rows));
     writeln!(w, "\n### The same policies in Kubewarden's policy-server\n")?;

@@ -4,20 +4,28 @@
 //! the object into a k8s-openapi `Pod`, adds the label `trivial: "true"` and answers with
 //! `mutate_request`. With `{"lookup": true}` it first reads the request's Namespace through the
 //! SDK's `get_resource` host capability (cached: `disable_cache: false`) and then does the same.
+//! With `{"lookup": true, "listConfigMaps": "linkerd"}` it also lists that namespace's ConfigMaps
+//! (`list_resources_by_namespace`, mask `data`): the two host calls the injector makes for an
+//! injected pod, with a trivial policy's work around them.
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kubewarden_policy_sdk::host_capabilities::kubernetes::{GetResourceRequest, get_resource};
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListResourcesByNamespaceRequest, get_resource, list_resources_by_namespace,
+};
 use kubewarden_policy_sdk::request::ValidationRequest;
 use kubewarden_policy_sdk::settings::Validatable;
 use kubewarden_policy_sdk::wapc_guest::CallResult;
 use serde::{Deserialize, Serialize};
 
-/// `{"lookup": bool}`, default false.
+/// `{"lookup": bool, "listConfigMaps": namespace}`, default false and none.
 #[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, rename_all = "camelCase")]
 pub struct Settings {
     /// Do one cached `get_resource` of the request's Namespace before mutating.
     pub lookup: bool,
+    /// List the ConfigMaps of this namespace before mutating.
+    pub list_config_maps: Option<String>,
 }
 
 impl Validatable for Settings {
@@ -52,6 +60,17 @@ pub fn validate(payload: &[u8]) -> CallResult {
             disable_cache: false,
             field_masks: None,
         })?;
+    }
+    if let Some(namespace) = &request.settings.list_config_maps {
+        let _config_maps: k8s_openapi::List<ConfigMap> =
+            list_resources_by_namespace(&ListResourcesByNamespaceRequest {
+                api_version: "v1".to_owned(),
+                kind: "ConfigMap".to_owned(),
+                namespace: namespace.clone(),
+                label_selector: None,
+                field_selector: None,
+                field_masks: Some(["data".to_owned()].into_iter().collect()),
+            })?;
     }
     let mut pod: Pod = serde_json::from_value(request.request.object)?;
     pod.metadata
