@@ -1,8 +1,8 @@
 //! The calibration row of `make bench`: throughput through the engine of a trivial mutating
-//! policy, the same with one cached Namespace lookup and with the injected pod's two host calls, this policy (empty and shipped settings)
-//! and the floor, measured in one run, in interleaved rounds, on the same worker count, so the
-//! ratios can be set against the same ratios measured in policy-server
-//! (`benches/policy-server.md`). Host calls per admission are counted, not timed.
+//! policy, the same with one cached Namespace lookup and with the injected pod's two host calls,
+//! this policy (empty and shipped settings) and the floor, measured in one run, in interleaved
+//! rounds, on the same worker count, so the ratios can be set against the same ratios measured in
+//! policy-server (`benches/policy-server.md`). Host calls per admission are counted, not timed.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -134,7 +134,8 @@ fn shipped_settings(path: &Path) -> Settings {
     Settings::from_value(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-/// The row's policies: trivial, trivial + lookup, trivial + ours' host calls, ours (empty and shipped settings), floor.
+/// The row's policies: trivial, trivial + lookup, trivial + ours' host calls, ours (empty and
+/// shipped settings), floor.
 pub fn candidates(engine: &Engine, e: &Engines, trivial: &Path, shipped: &Path) -> Vec<Candidate> {
     let trivial_bytes = std::fs::read(trivial)
         .unwrap_or_else(|err| panic!("{}: {err} (make trivial-policy builds it)", trivial.display()));

@@ -8,8 +8,7 @@
 //! (`list_resources_by_namespace`, mask `data`): the two host calls the injector makes for an
 //! injected pod, with a trivial policy's work around them.
 
-use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest, get_resource, list_resources_by_namespace,
 };
