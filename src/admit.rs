@@ -4,7 +4,7 @@
 use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
 use crate::config::{self, Layers};
-use crate::control_plane;
+use crate::control_plane::{Read, Values};
 use crate::control_plane_reads::ControlPlaneReads;
 use crate::decide::{self, Decision, DecisionInput};
 use crate::guard;
@@ -122,44 +122,76 @@ pub fn admit_edit(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster)
         return Outcome::unchanged(Verdict::NotApplicable).into();
     }
     let reads = ControlPlaneReads::new(cluster, &settings.policy);
-    let cluster: &dyn Cluster = &reads;
-    match control_plane::in_effect(settings, cluster) {
-        Ok(in_effect) => {
-            let mut admission = admit_kind(req, &in_effect.settings, cluster);
-            if let Some(reason) = in_effect.fallback {
-                note_values_fallback(&mut admission.outcome, &reason);
-            }
-            admission
+    let values = Values::new(settings, &reads);
+    let mut admission = admit_kind(req, &values, &reads);
+    note_values(&mut admission.outcome, values.read());
+    admission
+}
+
+/// Says when `linkerd-config` was unusable: the settings alone were used, or outputs that need
+/// its values were left out. A rejection for it already says why.
+fn note_values(out: &mut Outcome, read: Read<'_>) {
+    match read {
+        Read::NotRead | Read::Used => {}
+        Read::SettingsAlone(reason) => {
+            out.warnings.push(format!(
+                "{reason}; the Linkerd values in effect are this policy's settings alone (policy.linkerdConfigFailure: settings)"
+            ));
+            out.audit_annotations
+                .insert("values".into(), "settings only: linkerd-config unusable".into());
         }
-        Err(e) => Outcome::rejected(e.to_string()).into(),
+        Read::Unusable(reason, left_out) if !left_out.is_empty() && !out.is_rejected() => {
+            out.warnings.push(format!(
+                "{reason}; admitted without {} (an unusable linkerd-config rejects only pods that get a proxy)",
+                left_out.join(" and ")
+            ));
+            out.audit_annotations
+                .insert("values".into(), "not used: linkerd-config unusable".into());
+        }
+        Read::Unusable(..) => {}
     }
 }
 
-/// Says that `linkerd-config` was unusable and the settings alone were used.
-fn note_values_fallback(out: &mut Outcome, reason: &control_plane::ValuesError) {
-    out.warnings.push(format!(
-        "{reason}; the Linkerd values in effect are this policy's settings alone (policy.linkerdConfigFailure: settings)"
-    ));
-    out.audit_annotations
-        .insert("values".into(), "settings only: linkerd-config unusable".into());
-}
-
-/// One CREATE of a kind this policy handles, with the settings in effect.
-fn admit_kind(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Admission {
-    if settings.policy.mode == Mode::Verify {
+/// One CREATE of a kind this policy handles.
+fn admit_kind(req: &Request<'_>, values: &Values<'_, '_>, cluster: &dyn Cluster) -> Admission {
+    if values.settings().policy.mode == Mode::Verify {
         // Only pods carry a proxy; templates are injected when their pods are created.
         return match req.kind {
-            "Pod" => admit_template(req, &[], settings, cluster),
+            "Pod" => admit_template(req, &[], values, cluster),
             _ => Outcome::unchanged(Verdict::NotApplicable).into(),
         };
     }
     if req.kind == "Service" {
-        return admit_service(req, settings, cluster);
+        return admit_service(req, values, cluster);
     }
     match template_path(req.kind) {
-        Some(path) => admit_template(req, path, settings, cluster),
+        Some(path) => admit_template(req, path, values, cluster),
         None => Outcome::unchanged(Verdict::NotApplicable).into(),
     }
+}
+
+/// What an unusable `linkerd-config` leaves out of a pod's or Service's answer.
+const OPAQUE_DEFAULT: &str = "the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts)";
+const STALE_CHECK: &str = "the stale-proxy check (proxy.image.version, linkerdVersion)";
+
+/// The opaque-ports annotation of a pod without a proxy or a Service that sets none: the
+/// namespace's value, else the values' default list over the object's ports. The values are
+/// read only when the object has a port the list could name.
+fn opaque_default(
+    kind: &str,
+    spec: &Value,
+    ns_value: Option<&String>,
+    values: &Values<'_, '_>,
+) -> Option<String> {
+    if let Some(v) = ns_value {
+        return Some(v.clone());
+    }
+    let candidates = opaque::candidates(kind, spec);
+    if candidates.is_empty() {
+        return None;
+    }
+    let settings = values.optional(OPAQUE_DEFAULT)?;
+    opaque::from_defaults(&candidates, &settings.proxy.opaque_ports)
 }
 
 fn request_namespace<'a>(req: &Request<'a>) -> Result<&'a str, String> {
@@ -231,7 +263,7 @@ fn namespace_metadata(
     }
 }
 
-fn admit_service(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) -> Admission {
+fn admit_service(req: &Request<'_>, values: &Values<'_, '_>, cluster: &dyn Cluster) -> Admission {
     let Some(obj) = req.object.as_object() else {
         return Outcome::rejected("object: must be a Service object").into();
     };
@@ -246,17 +278,12 @@ fn admit_service(req: &Request<'_>, settings: &Settings, cluster: &dyn Cluster) 
         Ok(ns) => ns,
         Err(msg) => return Outcome::rejected(msg).into(),
     };
-    let ns_ann = match namespace_metadata(ns, settings, cluster) {
+    let ns_ann = match namespace_metadata(ns, values.settings(), cluster) {
         Ok((a, _)) => a,
         Err(outcome) => return (*outcome).into(),
     };
     let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let value = opaque::default_annotation(
-        "Service",
-        spec,
-        ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str),
-        &settings.proxy.opaque_ports,
-    );
+    let value = opaque_default("Service", spec, ns_ann.get(ann::OPAQUE_PORTS), values);
     let out = Outcome::unchanged(Verdict::NotApplicable);
     let edit = value.map(|value| Edit::Annotate {
         path: &[],
@@ -333,10 +360,10 @@ fn navigate_mut<'v>(object: &'v mut Value, path: &[&str]) -> Option<&'v mut Map<
 fn admit_template(
     req: &Request<'_>,
     path: &'static [&'static str],
-    settings: &Settings,
+    values: &Values<'_, '_>,
     cluster: &dyn Cluster,
 ) -> Admission {
-    decide_template(req, path, settings, cluster).unwrap_or_else(|stop| (*stop).into())
+    decide_template(req, path, values, cluster).unwrap_or_else(|stop| (*stop).into())
 }
 
 /// The pod being admitted and its namespace, as read from the request.
@@ -367,13 +394,13 @@ impl Template<'_> {
 fn decide_template(
     req: &Request<'_>,
     path: &'static [&'static str],
-    settings: &Settings,
+    values: &Values<'_, '_>,
     cluster: &dyn Cluster,
 ) -> Result<Admission, Box<Outcome>> {
     let refuse = |message: String| Box::new(Outcome::rejected(message));
     let template = template_at(req.object, path).map_err(refuse)?;
     let namespace = request_namespace(req).map_err(refuse)?;
-    let (ns_ann, ns_labels) = namespace_metadata(namespace, settings, cluster)?;
+    let (ns_ann, ns_labels) = namespace_metadata(namespace, values.settings(), cluster)?;
     let meta = template.get("metadata").unwrap_or(&Value::Null);
     let t = Template {
         path,
@@ -389,18 +416,37 @@ fn decide_template(
         ns_ann,
         ns_labels,
     };
+    let pod_inject = t.pod_ann.get(ann::INJECT).map(String::as_str);
+    let ns_inject = t.ns_ann.get(ann::INJECT).map(String::as_str);
+    // The values are read only for a pod whose annotations ask for a proxy: a pod that did not
+    // ask is never refused over the control plane's config.
+    let token_projection = match decide::inject_annotation(pod_inject, ns_inject) {
+        Ok(_) => Some(
+            values
+                .required()
+                .map_err(|e| refuse(e.to_string()))?
+                .identity
+                .service_account_token_projection,
+        ),
+        Err(_) => None,
+    };
     let decision = decide::decide(DecisionInput {
         spec: t.spec,
-        pod_inject: t.pod_ann.get(ann::INJECT).map(String::as_str),
-        ns_inject: t.ns_ann.get(ann::INJECT).map(String::as_str),
-        token_projection: settings.identity.service_account_token_projection,
+        pod_inject,
+        ns_inject,
+        token_projection,
     });
-    if settings.policy.mode == Mode::Verify {
-        return Ok(verify::verify(t.spec, &t.pod_ann, &decision, namespace, settings).into());
+    if values.settings().policy.mode == Mode::Verify {
+        let current = match &decision {
+            Decision::Inject { .. } => values.required().ok(),
+            Decision::Skip(_) if verify::has_linkerd_proxy(t.spec) => values.optional(STALE_CHECK),
+            Decision::Skip(_) => None,
+        };
+        return Ok(verify::verify(t.spec, &t.pod_ann, &decision, namespace, current).into());
     }
     match decision {
-        Decision::Skip(reasons) => Ok(skipped(&t, reasons, settings)),
-        Decision::Inject { ingress, .. } => injected(req, &t, ingress, settings, cluster).map_err(refuse),
+        Decision::Skip(reasons) => Ok(skipped(&t, reasons, values)),
+        Decision::Inject { ingress, .. } => injected(req, &t, ingress, values, cluster).map_err(refuse),
     }
 }
 
@@ -423,9 +469,10 @@ fn injected(
     req: &Request<'_>,
     t: &Template<'_>,
     ingress: bool,
-    settings: &Settings,
+    values: &Values<'_, '_>,
     cluster: &dyn Cluster,
 ) -> Result<Admission, String> {
+    let settings = values.required().map_err(|e| e.to_string())?;
     let labels = pod::string_map(t.meta, "labels");
     let layers = Layers {
         pod: &t.pod_ann,
@@ -542,7 +589,7 @@ fn injected_outcome(
 
 /// A pod that gets no proxy: Linkerd's opaque-ports annotation, and the reasons when the pod
 /// (or its namespace) asked for a proxy.
-fn skipped(t: &Template<'_>, reasons: Vec<decide::SkipReason>, settings: &Settings) -> Admission {
+fn skipped(t: &Template<'_>, reasons: Vec<decide::SkipReason>, values: &Values<'_, '_>) -> Admission {
     let text = reasons
         .iter()
         .map(ToString::to_string)
@@ -560,12 +607,7 @@ fn skipped(t: &Template<'_>, reasons: Vec<decide::SkipReason>, settings: &Settin
         && !reasons.contains(&decide::SkipReason::SidecarExists);
     let mut additions = BTreeMap::new();
     if !t.pod_ann.contains_key(ann::OPAQUE_PORTS)
-        && let Some(v) = opaque::default_annotation(
-            "Pod",
-            t.spec,
-            t.ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str),
-            &settings.proxy.opaque_ports,
-        )
+        && let Some(v) = opaque_default("Pod", t.spec, t.ns_ann.get(ann::OPAQUE_PORTS), values)
     {
         additions.insert(ann::OPAQUE_PORTS.to_string(), v);
     }

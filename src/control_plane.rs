@@ -2,11 +2,17 @@
 //! Linkerd's own injector re-reads on every request. Read through the engine's cached lookups,
 //! parsed whole, and layered under the policy's settings ([`Settings::over_values`]), so a
 //! `helm upgrade` of Linkerd takes effect at once and is never half applied.
+//!
+//! [`Values`] reads them at most once per admission, and only when an answer depends on them:
+//! a pod that gets a proxy needs them ([`Values::required`]); the default opaque-ports annotation
+//! of a pod without a proxy or of a Service only refines the answer ([`Values::optional`]), so an
+//! unusable `linkerd-config` never rejects a workload that asked for no proxy.
 
 use crate::cluster::{Cluster, Lookup, LookupError};
 use crate::settings::{Settings, SettingsError, ValuesFailure, ValuesSource};
 use serde_json::Value;
 use std::borrow::Cow;
+use std::cell::{OnceCell, RefCell};
 
 /// The ConfigMap's data key holding the values document.
 pub const VALUES_KEY: &str = "values";
@@ -55,6 +61,82 @@ pub fn in_effect<'s>(settings: &'s Settings, cluster: &dyn Cluster) -> Result<In
             fallback: Some(e),
         }),
         Err(e) => Err(e),
+    }
+}
+
+/// The values of one admission, read on first use.
+pub struct Values<'s, 'c> {
+    settings: &'s Settings,
+    cluster: &'c dyn Cluster,
+    read: OnceCell<Result<InEffect<'s>, ValuesError>>,
+    /// What was left out of the answer because the values were unusable.
+    left_out: RefCell<Vec<&'static str>>,
+}
+
+/// How the values of one admission were used, for the warnings the answer carries.
+#[derive(Debug, PartialEq)]
+pub enum Read<'a> {
+    /// Not read: nothing in the answer depends on them.
+    NotRead,
+    /// Read and layered under the settings.
+    Used,
+    /// Unusable; the settings alone were used (`policy.linkerdConfigFailure: settings`).
+    SettingsAlone(&'a ValuesError),
+    /// Unusable; these outputs were left out of the answer (or the admission was rejected).
+    Unusable(&'a ValuesError, Vec<&'static str>),
+}
+
+impl<'s, 'c> Values<'s, 'c> {
+    pub fn new(settings: &'s Settings, cluster: &'c dyn Cluster) -> Self {
+        Self {
+            settings,
+            cluster,
+            read: OnceCell::new(),
+            left_out: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The policy's own settings, which never come from the values (`policy.*`).
+    pub fn settings(&self) -> &'s Settings {
+        self.settings
+    }
+
+    fn in_effect(&self) -> &Result<InEffect<'s>, ValuesError> {
+        self.read.get_or_init(|| in_effect(self.settings, self.cluster))
+    }
+
+    /// The settings in effect for an answer that cannot be given without them (a pod that gets
+    /// a proxy); `Err` is the rejection under `policy.linkerdConfigFailure: reject`.
+    pub fn required(&self) -> Result<&Settings, ValuesError> {
+        match self.in_effect() {
+            Ok(v) => Ok(&v.settings),
+            Err(e) => Err(e.clone()),
+        }
+    }
+
+    /// The settings in effect for `output`, which the answer can do without: `None` when the
+    /// values are unusable under `policy.linkerdConfigFailure: reject`, and `output` is then
+    /// named in the admission's warning.
+    pub fn optional(&self, output: &'static str) -> Option<&Settings> {
+        match self.in_effect() {
+            Ok(v) => Some(&v.settings),
+            Err(_) => {
+                self.left_out.borrow_mut().push(output);
+                None
+            }
+        }
+    }
+
+    /// What this admission did with the values.
+    pub fn read(&self) -> Read<'_> {
+        match self.read.get() {
+            None => Read::NotRead,
+            Some(Ok(InEffect { fallback: None, .. })) => Read::Used,
+            Some(Ok(InEffect {
+                fallback: Some(e), ..
+            })) => Read::SettingsAlone(e),
+            Some(Err(e)) => Read::Unusable(e, self.left_out.borrow().clone()),
+        }
     }
 }
 

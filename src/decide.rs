@@ -70,7 +70,10 @@ pub struct DecisionInput<'a> {
     pub spec: &'a Value,
     pub pod_inject: Option<&'a str>,
     pub ns_inject: Option<&'a str>,
-    pub token_projection: bool,
+    /// `identity.serviceAccountTokenProjection` of the values in effect; `None` when they were
+    /// not read because the annotations already skip the pod, and the reason that needs them
+    /// is then not evaluated.
+    pub token_projection: Option<bool>,
 }
 
 /// Linkerd's `linkerd.io/inject` precedence, then the other reasons, all reported together.
@@ -86,7 +89,7 @@ pub fn decide(input: DecisionInput<'_>) -> Decision {
     if let Err(reason) = annotation {
         reasons.push(reason);
     }
-    if !input.token_projection && lacks_service_account_token(input.spec) {
+    if input.token_projection == Some(false) && lacks_service_account_token(input.spec) {
         reasons.push(SkipReason::AutomountDisabled);
     }
     match annotation {

@@ -7,6 +7,54 @@
 use crate::pod;
 use serde_json::Value;
 
+/// A port the default list may name: the number compared with the list, and the port written
+/// to the annotation (a Service's `port` is written when its `targetPort` is listed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    pub compared: i64,
+    pub written: i64,
+}
+
+/// The ports of a pod (`kind` other than `Service`) or a Service that a default list could
+/// name. Empty means no list adds the annotation, so the list need not be read.
+pub fn candidates(kind: &str, spec: &Value) -> Vec<Candidate> {
+    match kind {
+        "Service" => pod::list(spec, "ports")
+            .iter()
+            .filter_map(|p| {
+                let port = p.get("port")?.as_i64()?;
+                let compared = match p.get("targetPort") {
+                    None | Some(Value::Null) => port,
+                    // Named target ports are never compared.
+                    Some(target) => target.as_i64()?,
+                };
+                Some(Candidate {
+                    compared,
+                    written: port,
+                })
+            })
+            .collect(),
+        _ => pod::container_ports(spec)
+            .into_iter()
+            .map(|p| Candidate {
+                compared: p.port,
+                written: p.port,
+            })
+            .collect(),
+    }
+}
+
+/// The annotation the default list gives these candidates; `None` when it names none.
+pub fn from_defaults(candidates: &[Candidate], defaults: &str) -> Option<String> {
+    let listed: Vec<&str> = defaults.split(',').collect();
+    let ports: Vec<String> = candidates
+        .iter()
+        .filter(|c| listed.contains(&c.compared.to_string().as_str()))
+        .map(|c| c.written.to_string())
+        .collect();
+    (!ports.is_empty()).then(|| ports.join(","))
+}
+
 /// The annotation value for a pod or Service that lacks one; `None` when nothing applies.
 pub fn default_annotation(
     kind: &str,
@@ -14,29 +62,56 @@ pub fn default_annotation(
     ns_value: Option<&str>,
     defaults: &str,
 ) -> Option<String> {
-    if let Some(ns) = ns_value {
-        return Some(ns.to_string());
+    match ns_value {
+        Some(ns) => Some(ns.to_string()),
+        None => from_defaults(&candidates(kind, spec), defaults),
     }
-    let listed: Vec<&str> = defaults.split(',').collect();
-    let is_listed = |port: i64| listed.contains(&port.to_string().as_str());
-    let ports: Vec<String> = match kind {
-        "Service" => pod::list(spec, "ports")
-            .iter()
-            .filter_map(|p| {
-                let port = p.get("port")?.as_i64()?;
-                let exposed = match p.get("targetPort") {
-                    None | Some(Value::Null) => is_listed(port),
-                    Some(Value::Number(n)) => n.as_i64().is_some_and(is_listed),
-                    Some(_) => false,
-                };
-                exposed.then(|| port.to_string())
-            })
-            .collect(),
-        _ => pod::container_ports(spec)
-            .into_iter()
-            .filter(|p| is_listed(p.port))
-            .map(|p| p.port.to_string())
-            .collect(),
-    };
-    (!ports.is_empty()).then(|| ports.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    const DEFAULTS: &str = "25,587,3306,4444,5432,6379,9300,11211";
+
+    #[rstest]
+    #[case::untargeted_listed(json!([{"port": 3306}]), Some("3306"))]
+    #[case::listed_target_writes_the_port(json!([{"port": 80, "targetPort": 3306}]), Some("80"))]
+    #[case::unlisted_target(json!([{"port": 3306, "targetPort": 8080}]), None)]
+    #[case::named_target_never_matches(json!([{"port": 3306, "targetPort": "mysql"}]), None)]
+    #[case::in_order(json!([{"port": 6379}, {"port": 25, "targetPort": null}]), Some("6379,25"))]
+    #[case::no_ports(json!([]), None)]
+    fn service_ports(#[case] ports: Value, #[case] expected: Option<&str>) {
+        let spec = json!({"ports": ports});
+        assert_eq!(
+            default_annotation("Service", &spec, None, DEFAULTS).as_deref(),
+            expected
+        );
+    }
+
+    #[test]
+    fn named_targets_are_no_candidates() {
+        let spec = json!({"ports": [{"port": 80, "targetPort": "http"}]});
+        assert_eq!(candidates("Service", &spec), []);
+    }
+
+    #[test]
+    fn the_namespace_value_is_written_verbatim() {
+        let spec = json!({"containers": [{"name": "a"}]});
+        assert_eq!(
+            default_annotation("Pod", &spec, Some("8080, http"), DEFAULTS).as_deref(),
+            Some("8080, http")
+        );
+    }
+
+    #[test]
+    fn pod_ports_are_compared_as_strings() {
+        let spec = json!({"containers": [{"name": "a", "ports": [{"containerPort": 5432}, {"containerPort": 8080}]}]});
+        assert_eq!(
+            default_annotation("Pod", &spec, None, "5432,8000-8100").as_deref(),
+            Some("5432")
+        );
+    }
 }

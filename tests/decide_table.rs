@@ -19,7 +19,7 @@ fn run(pod: Option<&str>, ns: Option<&str>) -> Decision {
         spec: &plain_spec(),
         pod_inject: pod,
         ns_inject: ns,
-        token_projection: true,
+        token_projection: Some(true),
     })
 }
 
@@ -71,7 +71,7 @@ fn other_skip_reasons(#[case] spec: Value, #[case] expected: Vec<SkipReason>) {
         spec: &spec,
         pod_inject: Some("enabled"),
         ns_inject: None,
-        token_projection: true,
+        token_projection: Some(true),
     });
     let want = if expected.is_empty() {
         Inject {
@@ -86,11 +86,12 @@ fn other_skip_reasons(#[case] spec: Value, #[case] expected: Vec<SkipReason>) {
 
 #[rstest]
 #[case::automount_false(json!({"automountServiceAccountToken": false, "containers": [{"name": "a",
-    "volumeMounts": [{"name": "t", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}]}), false, true)]
-#[case::no_token_mount(json!({"containers": [{"name": "a"}]}), false, true)]
-#[case::mount_present(plain_spec(), false, false)]
-#[case::projection_on(json!({"automountServiceAccountToken": false, "containers": [{"name": "a"}]}), true, false)]
-fn service_account_token_rule(#[case] spec: Value, #[case] projection: bool, #[case] skipped: bool) {
+    "volumeMounts": [{"name": "t", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]}]}), Some(false), true)]
+#[case::no_token_mount(json!({"containers": [{"name": "a"}]}), Some(false), true)]
+#[case::mount_present(plain_spec(), Some(false), false)]
+#[case::projection_on(json!({"automountServiceAccountToken": false, "containers": [{"name": "a"}]}), Some(true), false)]
+#[case::values_not_read(json!({"automountServiceAccountToken": false, "containers": [{"name": "a"}]}), None, false)]
+fn service_account_token_rule(#[case] spec: Value, #[case] projection: Option<bool>, #[case] skipped: bool) {
     let got = decide(DecisionInput {
         spec: &spec,
         pod_inject: Some("enabled"),

@@ -105,7 +105,8 @@ fn values_lookup() -> Lookup {
 /// Where Linkerd's values come from (`policy.valuesFrom`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Values {
-    /// The default: the `linkerd-config` ConfigMap, read before anything else.
+    /// The default: the `linkerd-config` ConfigMap, read after the Namespace when the answer
+    /// depends on it.
     LinkerdConfig,
     /// `policy.valuesFrom: settings`: no lookup.
     SettingsOnly,
@@ -129,7 +130,7 @@ fn list_call() -> Call {
     })
 }
 
-/// The calls of an admission: the values when they come from the cluster, the Namespace, the
+/// The calls of an injected pod: the Namespace, the values when they come from the cluster, the
 /// trust roots when `reads_trust`, then `after` (the owner lookups). Under `Reads::List` the
 /// first ConfigMap read lists them and the second costs nothing.
 fn expected_calls(
@@ -140,18 +141,13 @@ fn expected_calls(
     after: &[Lookup],
 ) -> Vec<Call> {
     let reads_values = values == Values::LinkerdConfig;
-    let mut calls = Vec::new();
+    let mut calls = vec![Call::Get(ns)];
     match reads {
         Reads::Get => {
             calls.extend(reads_values.then(|| Call::Get(values_lookup())));
-            calls.push(Call::Get(ns));
             calls.extend(reads_trust.then(|| Call::Get(cm_lookup())));
         }
-        Reads::List => {
-            calls.extend(reads_values.then(list_call));
-            calls.push(Call::Get(ns));
-            calls.extend((reads_trust && !reads_values).then(list_call));
-        }
+        Reads::List => calls.extend((reads_values || reads_trust).then(list_call)),
     }
     calls.extend(after.iter().cloned().map(Call::Get));
     calls
@@ -313,33 +309,34 @@ fn injected_pod_host_calls(
 }
 
 /// Admissions that never reach the owner or the trust anchors, whatever the settings. Linkerd's
-/// values still count for them (the opaque-ports default, the service-account token rule), so
-/// they are read too; a Service that already has the annotation reads them needlessly, which
-/// costs one cached lookup on a rare kind and keeps one rule for every kind.
+/// values are read after the Namespace only when the answer depends on them: the default
+/// opaque-ports list, for an object with a port it may name (the Service here); a pod without
+/// ports, or that its annotations already skip, never reads them.
 #[rstest]
 #[case::namespace_without_inject_annotation("Pod",
-    pod_in("plain", Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4")), "plain", vec![ns_lookup("plain")])]
+    pod_in("plain", Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4")), "plain", vec![ns_lookup("plain")], false)]
 #[case::pod_inject_disabled("Pod",
     {
         let mut p = pod(Some(("ReplicaSet", "canary-6c8b9d7f5")), json!({}));
         p["metadata"]["annotations"] = json!({"linkerd.io/inject": "disabled"});
         p
     },
-    NS, vec![ns_lookup(NS)])]
+    NS, vec![ns_lookup(NS)], false)]
 #[case::service("Service",
     json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": NS},
         "spec": {"ports": [{"port": 3306}]}}),
-    NS, vec![ns_lookup(NS)])]
+    NS, vec![ns_lookup(NS)], true)]
 #[case::service_with_opaque_ports("Service",
     json!({"apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "web", "namespace": NS, "annotations": {"config.linkerd.io/opaque-ports": "3306"}},
         "spec": {"ports": [{"port": 3306}]}}),
-    NS, vec![])]
+    NS, vec![], false)]
 fn not_injected_host_calls(
     #[case] kind: &str,
     #[case] object: Value,
     #[case] ns: &str,
     #[case] expected: Vec<Lookup>,
+    #[case] needs_values: bool,
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
     #[values(Trust::ConfigMap, Trust::Inline)] trust: Trust,
     #[values(
@@ -365,14 +362,12 @@ fn not_injected_host_calls(
         out.verdict
     );
     let reads_values = match (values, reads) {
+        _ if !needs_values => None,
         (Values::SettingsOnly, _) => None,
         (Values::LinkerdConfig, Reads::Get) => Some(Call::Get(values_lookup())),
         (Values::LinkerdConfig, Reads::List) => Some(list_call()),
     };
-    let expected: Vec<Call> = reads_values
-        .into_iter()
-        .chain(expected.into_iter().map(Call::Get))
-        .collect();
+    let expected: Vec<Call> = expected.into_iter().map(Call::Get).chain(reads_values).collect();
     assert_eq!(
         cluster.calls(),
         expected,
@@ -439,8 +434,8 @@ fn exempt_label_adds_a_field_mask_not_a_lookup(#[values(TemplateHash, ByLookup)]
     assert_eq!(cluster.calls(), expected);
 }
 
-/// Verify mode reads the values (for the control plane's version) and the Namespace only: it
-/// never injects, so it needs no owner nor bundle.
+/// Verify mode reads the Namespace, then the values for a pod that asks for a proxy (the token
+/// rule, the control plane's version): it never injects, so it needs no owner nor bundle.
 #[rstest]
 fn verify_mode_reads_only_the_namespace(#[values(TemplateHash, ByLookup)] how: OwnerResolution) {
     let mut s = settings(how, Trust::ConfigMap);
@@ -449,7 +444,7 @@ fn verify_mode_reads_only_the_namespace(#[values(TemplateHash, ByLookup)] how: O
     let object = pod(Some(("ReplicaSet", "static")), json!({}));
     let out = admit("Pod", &object, NS, &s, &cluster);
     assert!(matches!(out.verdict, Verdict::Rejected(_)), "{:?}", out.verdict);
-    assert_eq!(cluster.calls(), vec![list_call(), Call::Get(ns_lookup(NS))]);
+    assert_eq!(cluster.calls(), vec![Call::Get(ns_lookup(NS)), list_call()]);
 }
 
 /// A rollout of Deployment pods: per pod, the calls the defaults save. By the naming rule and

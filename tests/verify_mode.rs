@@ -9,17 +9,60 @@ use linkerd_injector_policy::settings::Settings;
 use serde_json::{Value, json};
 
 fn verify(pod: &Value, ns_annotations: Value) -> linkerd_injector_policy::outcome::Outcome {
+    verify_with_calls(pod, ns_annotations).0
+}
+
+/// The answer, and the host calls it took.
+fn verify_with_calls(
+    pod: &Value,
+    ns_annotations: Value,
+) -> (linkerd_injector_policy::outcome::Outcome, Vec<String>) {
     let s = Settings::from_value(json!({"policy": {"mode": "verify"}})).unwrap();
     let c = common::cluster(vec![namespace("shop", ns_annotations)]);
     let out = common::admit("Pod", pod, "shop", &s, &c);
     assert_eq!(out.mutated, None, "verify mode never mutates");
     let calls: Vec<String> = c.calls().iter().map(|c| c.describe()).collect();
+    (out, calls)
+}
+
+const NS: &str = "get Namespace shop";
+const LIST: &str = "list ConfigMaps in namespace linkerd";
+
+/// The namespace, then Linkerd's values only when the answer depends on them: a pod that asks
+/// for a proxy (the token rule, the stale-proxy report), or one that runs a proxy unasked (the
+/// stale-proxy report).
+#[rstest::rstest]
+#[case::asked_by_namespace(json!({}), json!([{"name": "app"}]), json!({"linkerd.io/inject": "enabled"}), &[NS, LIST])]
+#[case::asked_by_pod(json!({"linkerd.io/inject": "enabled"}), json!([{"name": "app"}]), json!({}), &[NS, LIST])]
+#[case::not_asked(json!({}), json!([{"name": "app"}]), json!({}), &[NS])]
+#[case::disabled(json!({"linkerd.io/inject": "disabled"}), json!([{"name": "app"}]),
+    json!({"linkerd.io/inject": "enabled"}), &[NS])]
+#[case::proxy_unasked(json!({}), json!([{"name": "linkerd-proxy"}, {"name": "app"}]), json!({}), &[NS, LIST])]
+fn host_calls(
+    #[case] annotations: Value,
+    #[case] containers: Value,
+    #[case] ns: Value,
+    #[case] calls: &[&str],
+) {
+    assert_eq!(verify_with_calls(&pod(annotations, containers), ns).1, calls);
+}
+
+/// A pod that runs a proxy its annotations did not ask for passes even when `linkerd-config`
+/// is missing: only the stale-proxy report is left out, and the warning says so.
+#[test]
+fn an_unusable_linkerd_config_leaves_out_only_the_stale_proxy_report() {
+    let s = Settings::from_value(json!({"policy": {"mode": "verify"}})).unwrap();
+    let c = linkerd_injector_policy::cluster::MemoryCluster::new(vec![namespace("shop", json!({}))]);
+    let mut meshed = pod(json!({}), json!([{"name": "linkerd-proxy"}, {"name": "app"}]));
+    meshed["metadata"]["annotations"]["linkerd.io/proxy-version"] = json!("edge-20.1.1");
+    let out = common::admit("Pod", &meshed, "shop", &s, &c);
+    assert!(!out.is_rejected(), "{:?}", out.verdict);
     assert_eq!(
-        calls,
-        ["list ConfigMaps in namespace linkerd", "get Namespace shop"],
-        "only Linkerd's values and the namespace are read"
+        out.warnings,
+        [
+            "ConfigMap linkerd/linkerd-config not found: is Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; policy.valuesFrom: settings reads no ConfigMap); admitted without the stale-proxy check (proxy.image.version, linkerdVersion) (an unusable linkerd-config rejects only pods that get a proxy)"
+        ]
     );
-    out
 }
 
 fn pod(annotations: Value, containers: Value) -> Value {
