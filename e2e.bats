@@ -83,6 +83,15 @@ skips_pod_in_plain_namespace() {
   [[ "$(jq -r '.auditAnnotations.injection' <<<"$output")" == "skipped: neither the namespace nor the pod"* ]]
 }
 
+admits_pod_outside_the_mesh_without_linkerd_config() {
+  evaluate "$1" session-no-linkerd-config.yml settings-default.yaml pod-request.json
+  [ "$status" -eq 0 ]
+  [ "$(jq -r '.allowed' <<<"$output")" = true ]
+  [ "$(jq -r '.patch' <<<"$output")" = null ]
+  [[ "$(jq -r '.warnings[0]' <<<"$output")" == "ConfigMap linkerd/linkerd-config not found: "*"; admitted without the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts) (an unusable linkerd-config rejects only pods that get a proxy)" ]]
+  [ "$(jq -r '.auditAnnotations.values' <<<"$output")" = "not used: linkerd-config unusable" ]
+}
+
 rejects_when_namespace_unreadable() {
   evaluate "$1" session-namespace-error.yml settings-default.yaml pod-request.json
   [ "$status" -eq 0 ]
@@ -129,6 +138,8 @@ rejects_invalid_settings() {
 @test "injector-host: injects a pod of a Deployment in an injected namespace" { injects_pod injector-host; }
 @test "kwctl: skips a pod in a namespace without linkerd.io/inject" { skips_pod_in_plain_namespace kwctl; }
 @test "injector-host: skips a pod in a namespace without linkerd.io/inject" { skips_pod_in_plain_namespace injector-host; }
+@test "kwctl: admits a pod outside the mesh while linkerd-config is missing" { admits_pod_outside_the_mesh_without_linkerd_config kwctl; }
+@test "injector-host: admits a pod outside the mesh while linkerd-config is missing" { admits_pod_outside_the_mesh_without_linkerd_config injector-host; }
 @test "kwctl: rejects (transient) when the Namespace cannot be read" { rejects_when_namespace_unreadable kwctl; }
 @test "injector-host: rejects (transient) when the Namespace cannot be read" { rejects_when_namespace_unreadable injector-host; }
 @test "kwctl: adds the namespace's opaque ports to a Service" { annotates_service kwctl; }

@@ -228,3 +228,86 @@ fn unusable_linkerd_config(
     audit.insert("values".into(), "settings only: linkerd-config unusable".into());
     assert_eq!(fallback.audit_annotations.unwrap_or_default(), audit);
 }
+
+fn plain_namespace() -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}})
+}
+
+/// What asks for no proxy: a pod with a port Linkerd's default list names, the same pod without
+/// ports, and a Service on that port.
+fn outside_the_mesh(what: &str) -> (&'static str, Value) {
+    let pod = |ports: Value| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-1", "namespace": "shop"},
+            "spec": {"containers": [{"name": "db", "image": "mysql", "ports": ports}]}})
+    };
+    match what {
+        "pod" => ("Pod", pod(json!([{"containerPort": 3306}]))),
+        "pod without ports" => ("Pod", pod(json!([]))),
+        _ => (
+            "Service",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "shop"},
+                "spec": {"ports": [{"port": 3306}]}}),
+        ),
+    }
+}
+
+const LEFT_OUT: &str = "; admitted without the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts) (an unusable linkerd-config rejects only pods that get a proxy)";
+
+/// Through the module: a pod that asks for no proxy and a Service are never rejected over an
+/// unusable `linkerd-config`. Under `reject` they are admitted unchanged with the warning (a pod
+/// without ports reads no ConfigMap and gets none); under `settings` they get the settings' default
+/// list, `3306`, with that choice's warning.
+#[rstest]
+#[case::missing(None, &[],
+    format!("{AT} not found: is Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; policy.valuesFrom: settings reads no ConfigMap)"))]
+#[case::lookup_error(Some(neutral_linkerd_config()), &["ConfigMap=error:etcdserver: request timed out"],
+    format!("could not read {AT}: lookup of ConfigMaps in namespace linkerd failed: Host error: Callback evaluation failure: etcdserver: request timed out (usually transient; the API server will retry)"))]
+#[case::no_values_key(Some(config_map_with(json!({"global": "x"}))), &[],
+    format!("{AT} has no data key \"values\""))]
+#[case::malformed_yaml(Some(linkerd_config(MALFORMED)), &[], not_yaml(MALFORMED))]
+#[case::wrong_types(Some(linkerd_config(WRONG_TYPES)), &[],
+    format!("{AT}, key \"values\", under this policy's settings: settings.proxy.ports.admin: invalid type: string \"lots\", expected i64"))]
+fn nothing_outside_the_mesh_fails_over_linkerd_config(
+    #[case] config_map: Option<Value>,
+    #[case] fault_rules: &[&str],
+    #[case] reason: String,
+    #[values("pod", "pod without ports", "service")] what: &str,
+    #[values("reject", "settings")] failure: &str,
+) {
+    let mut objects = vec![plain_namespace()];
+    objects.extend(config_map.clone());
+    let host = cluster_host(state_of(objects), faults(fault_rules));
+    let (kind, object) = outside_the_mesh(what);
+    let request = create_request(kind, "shop", "outside", object.clone());
+    let s = json!({"policy": {"linkerdConfigFailure": failure}});
+    let response = evaluate(&host, &request, &settings(s));
+    assert!(response.allowed, "{what} under {failure}: {response:?}");
+    let annotation =
+        patched(&object, &response)["metadata"]["annotations"]["config.linkerd.io/opaque-ports"].clone();
+    let warnings = response.warnings.clone().unwrap_or_default();
+    let values_audit = response
+        .audit_annotations
+        .clone()
+        .unwrap_or_default()
+        .get("values")
+        .cloned();
+    match (what, failure) {
+        ("pod without ports", _) => {
+            assert_eq!((response.patch, warnings, values_audit), (None, vec![], None));
+            assert_eq!(config_map_lookups(&host), 0, "no ConfigMap read");
+        }
+        (_, "reject") => {
+            assert_eq!(response.patch, None, "{what}");
+            assert_eq!(warnings, vec![format!("{reason}{LEFT_OUT}")]);
+            assert_eq!(values_audit.as_deref(), Some("not used: linkerd-config unusable"));
+        }
+        _ => {
+            assert_eq!(annotation, json!("3306"), "{what}");
+            assert_eq!(warnings, vec![format!("{reason}{FALLBACK}")]);
+            assert_eq!(
+                values_audit.as_deref(),
+                Some("settings only: linkerd-config unusable")
+            );
+        }
+    }
+}
