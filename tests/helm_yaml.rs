@@ -267,18 +267,51 @@ proptest! {
     /// Linkerd's default values with up to three edits (insertions or deletions): the fast
     /// reader agrees with libyaml or declines, and never answers where libyaml fails.
     #[test]
-    fn edited_linkerd_values_agree(edits in prop::collection::vec(edit(), 1..4)) {
-        let mut text = linkerd_config_values("edge-26.8.3", "install_default");
-        for (at, piece, delete) in edits {
-            let mut i = at.index(text.len() + 1);
-            while !text.is_char_boundary(i) { i -= 1; }
-            let mut end = (i + delete).min(text.len());
-            while !text.is_char_boundary(end) { end += 1; }
-            text.replace_range(i..end, if delete > 0 { "" } else { piece });
-        }
+    fn edited_linkerd_values_agree(edits in edits()) {
+        let text = edited_values(edits);
         agrees(&text).map_err(TestCaseError::fail)?;
         agrees_keeping(&text).map_err(TestCaseError::fail)?;
     }
+}
+
+fn edits() -> impl Strategy<Value = Vec<(prop::sample::Index, &'static str, usize)>> {
+    prop::collection::vec(edit(), 1..4)
+}
+
+/// Linkerd's default values with `edits` applied.
+fn edited_values(edits: Vec<(prop::sample::Index, &'static str, usize)>) -> String {
+    let mut text = linkerd_config_values("edge-26.8.3", "install_default");
+    for (at, piece, delete) in edits {
+        let mut i = at.index(text.len() + 1);
+        while !text.is_char_boundary(i) {
+            i -= 1;
+        }
+        let mut end = (i + delete).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        text.replace_range(i..end, if delete > 0 { "" } else { piece });
+    }
+    text
+}
+
+/// The edited documents exercise the fast reader, not only the fallback: "declined" agrees
+/// trivially, so a reader that declined everything would pass `edited_linkerd_values_agree`.
+#[test]
+fn edited_documents_mostly_take_the_fast_reader() {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let (mut fast, total) = (0, 400);
+    for _ in 0..total {
+        let text = edited_values(edits().new_tree(&mut runner).expect("tree").current());
+        if agrees(&text).expect("agrees") {
+            fast += 1;
+        }
+    }
+    println!("{fast} of {total} edited documents took the fast reader");
+    assert!(
+        fast * 2 >= total,
+        "only {fast} of {total} edited documents took the fast reader"
+    );
 }
 
 /// The generated documents exercise the fast reader, not only the fallback.

@@ -4,8 +4,9 @@
 mod common;
 
 use common::*;
+use linkerd_injector_policy::outcome::Verdict;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::Path;
 
 const DIRS: &[&str] = &[
@@ -14,23 +15,42 @@ const DIRS: &[&str] = &[
     "tests/fixtures/linkerd/test/integration/install/inject/testdata",
 ];
 
+/// The objects of a fixture file. Linkerd's `*.bad.*` inputs are invalid YAML on purpose: the
+/// documents before the error are read, and the error must be there.
 fn documents(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap();
-    // A syntax error repeats forever in serde_yaml_ng's document iterator: stop at the first.
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map_while(|doc| Value::deserialize(doc).ok())
-        .flat_map(|v| match v.get("kind").and_then(Value::as_str) {
-            Some("List") => v["items"].as_array().cloned().unwrap_or_default(),
-            _ => vec![v],
-        })
-        .filter(|v| v.is_object())
-        .collect()
+    let meant_bad = path.to_string_lossy().contains(".bad.");
+    let mut docs = Vec::new();
+    let mut failed = false;
+    for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+        // serde_yaml_ng's iterator repeats a syntax error forever: stop at the first one.
+        let v = match Value::deserialize(doc) {
+            Ok(v) => v,
+            Err(e) if meant_bad => {
+                failed = true;
+                println!("{} document {i}: not YAML, as meant: {e}", path.display());
+                break;
+            }
+            Err(e) => panic!("{} document {i}: not YAML: {e}", path.display()),
+        };
+        match v.get("kind").and_then(Value::as_str) {
+            Some("List") => docs.extend(v["items"].as_array().cloned().unwrap_or_default()),
+            _ => docs.push(v),
+        }
+    }
+    assert_eq!(
+        failed,
+        meant_bad,
+        "{}: a .bad. fixture must not parse",
+        path.display()
+    );
+    docs.into_iter().filter(Value::is_object).collect()
 }
 
 #[test]
 fn every_fixture_input_keeps_every_field() {
     let settings = webhook_settings();
-    let mut checked = 0;
+    let (mut checked, mut injected) = (0, 0);
     for dir in DIRS {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
         let mut files: Vec<_> = std::fs::read_dir(&root)
@@ -53,6 +73,16 @@ fn every_fixture_input_keeps_every_field() {
                         file.display(),
                         out.verdict
                     );
+                    if matches!(out.verdict, Verdict::Injected { .. }) {
+                        let m = out.mutated.as_ref().expect("an injected object is mutated");
+                        let added = m.pointer("/spec/template/spec").or(m.get("spec"));
+                        assert!(
+                            added.is_some_and(|spec| spec.to_string().contains("\"linkerd-proxy\"")),
+                            "{} ({kind}, ns {ns}): injected without a proxy",
+                            file.display()
+                        );
+                        injected += 1;
+                    }
                     if let Some(m) = &out.mutated {
                         assert_eq!(
                             lost_path(&doc, m, ""),
@@ -66,7 +96,9 @@ fn every_fixture_input_keeps_every_field() {
             }
         }
     }
-    println!("nothing lost: {checked} admissions of fixture objects");
+    println!("nothing lost: {checked} admissions of fixture objects, {injected} injected");
+    // Every fixture object is admitted under the four namespaces, and the "enabled" one injects
+    // each workload that does not opt out: the lost-field check must have run on injections.
     assert!(checked > 100, "fixtures found: {checked}");
-    let _ = json!(null);
+    assert!(injected >= 100, "injected objects: {injected} of {checked}");
 }
