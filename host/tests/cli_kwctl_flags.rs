@@ -170,7 +170,7 @@ fn a_denied_host_capability_reaches_the_policy_as_a_failed_lookup() {
     let message = response["status"]["message"].as_str().unwrap_or_default();
     assert!(
         message
-            .contains("Policy has not been granted access to the 'kubernetes/list_resources_by_namespace' host capability"),
+            .contains("Policy has not been granted access to the 'kubernetes/get_resource' host capability"),
         "{response}"
     );
 }

@@ -270,6 +270,8 @@ fn emitted_audit_annotations() -> Vec<BTreeMap<String, String>> {
         json!("edge-26.5.1");
     // linkerd-config unusable (here: not found), values from the settings alone
     let fallback = json!({"policy": {"linkerdConfigMap": "absent", "linkerdConfigFailure": "settings"}});
+    // the same, rejected for pods that ask for a proxy and left out elsewhere
+    let unusable = json!({"policy": {"linkerdConfigMap": "absent"}});
 
     let cases = [
         ("injected (mutate)", &unmeshed, &mutate, true),
@@ -280,6 +282,12 @@ fn emitted_audit_annotations() -> Vec<BTreeMap<String, String>> {
             true,
         ),
         ("skipped (mutate)", &plain, &mutate, true),
+        (
+            "skipped, linkerd-config unusable: no default opaque-ports annotation (mutate)",
+            &plain,
+            &unusable,
+            true,
+        ),
         ("unmeshed (verify)", &unmeshed, &verify, false),
         ("meshed (verify)", &meshed, &verify, true),
         ("exempt (verify)", &plain, &verify, true),
@@ -321,6 +329,10 @@ fn the_module_emits_these_audit_annotations() {
                 ("values", "settings only: linkerd-config unusable")
             ]),
             map(&[("injection", &format!("skipped: {ENABLE_ABSENT}"))]),
+            map(&[
+                ("injection", &format!("skipped: {ENABLE_ABSENT}")),
+                ("values", "not used: linkerd-config unusable")
+            ]),
             map(&[("verify", "not meshed")]),
             // a meshed pod is exempt like any pod that already has a proxy: no "meshed" value
             map(&[("verify", "exempt: pod has a sidecar injected already")]),
@@ -337,12 +349,13 @@ fn the_module_emits_these_audit_annotations() {
 fn every_documented_audit_annotation_is_emitted() {
     let documented = documented_audit_annotations();
     let expected: Vec<(String, String)> = [
-        // README.md: owner resolution, "Why a pod has no proxy", troubleshooting
+        // README.md: owner resolution, failure behaviour, "Why a pod has no proxy",
+        // troubleshooting, settings (verify mode)
         ("owner", "<kind>/<name> (<how>)"),
+        ("values", "settings only: linkerd-config unusable"),
+        ("values", "not used: linkerd-config unusable"),
         ("injection", "skipped: <reasons>"),
         ("injection", "injected"),
-        // README.md: settings (values from linkerd-config, verify mode)
-        ("values", "settings only: linkerd-config unusable"),
         (
             "verify",
             "meshed, stale proxy: <version> (control plane <version>)",

@@ -74,8 +74,8 @@ fn context_and_replay_runs_give_the_same_injecting_response() {
             !stderr.contains("have not been replayed") && !stderr.contains("Replay error"),
             "{how}: {stderr}"
         );
-        // two host calls reach the source, none fails: the list of the control plane's
-        // ConfigMaps (linkerd-config and the trust roots), then the Namespace; the owner comes
+        // two host calls reach the source, none fails: the Namespace, then the list of the
+        // control plane's ConfigMaps (linkerd-config and the trust roots); the owner comes
         // from the pod-template-hash naming rule (the default `policy.ownerResolution`)
         let stats = printed_stats(out);
         assert_eq!(
@@ -215,7 +215,7 @@ fn session_matches_the_context_file() {
     }
     assert_eq!(
         asked,
-        ["list v1/ConfigMap in linkerd", "get v1/Namespace emojivoto"]
+        ["get v1/Namespace emojivoto", "list v1/ConfigMap in linkerd"]
     );
 
     // the replayed evaluation consumes every exchange, with nothing left over

@@ -251,7 +251,7 @@ fn lookups_by_resource(host: &injector_host::runtime::callback::HostContext) -> 
 
 /// An unusable `linkerd-config` (its get under `policy.configMapLookup: get`) under both
 /// `policy.linkerdConfigFailure` values: `reject` refuses with the exact reason and reads nothing
-/// else; `settings` injects exactly the pod the settings alone inject, with the reason as a
+/// after it (the Namespace came first: it says the pod asks for a proxy); `settings` injects exactly the pod the settings alone inject, with the reason as a
 /// warning and the `values` audit annotation.
 #[rstest]
 fn linkerd_config_under_every_fault(
@@ -274,8 +274,8 @@ fn linkerd_config_under_every_fault(
         assert_eq!(message, Some(reason), "{fault}");
         assert_eq!(
             lookups_by_resource(&host),
-            vec![("v1/ConfigMap".to_owned(), 1)],
-            "{fault}: nothing read after linkerd-config"
+            vec![("v1/ConfigMap".to_owned(), 1), ("v1/Namespace".to_owned(), 1)],
+            "{fault}: the Namespace, then linkerd-config, and nothing after it"
         );
         return;
     }
@@ -313,9 +313,10 @@ fn list_reason(fault: &str) -> String {
 }
 
 /// A failed list of the control plane's ConfigMaps (`policy.configMapLookup: list`, the
-/// default): made once, it fails `linkerd-config` and the trust roots alike. `reject` refuses
-/// with `linkerd-config`'s reason; `settings` falls back to the settings alone for the values,
-/// then refuses for the trust roots, read from the same failed list and not read again.
+/// default): made once, after the Namespace, it fails `linkerd-config` and the trust roots alike.
+/// `reject` refuses with `linkerd-config`'s reason; `settings` falls back to the settings alone for
+/// the values, then refuses for the trust roots, read from the same failed list and not read
+/// again.
 #[rstest]
 fn config_map_list_under_every_fault(
     #[values("error", "notfound", "malformed")] fault: &str,
@@ -342,6 +343,9 @@ fn config_map_list_under_every_fault(
         1,
         "{fault} {failure}: one list, whatever it answered"
     );
-    let namespace_read = lookups_by_resource(&host).contains(&("v1/Namespace".to_owned(), 1));
-    assert_eq!(namespace_read, failure == "settings", "{fault} {failure}");
+    assert_eq!(
+        lookups_by_resource(&host),
+        vec![("v1/Namespace".to_owned(), 1)],
+        "{fault} {failure}: the Namespace first, whatever the list answers"
+    );
 }

@@ -84,7 +84,7 @@ fn cm_call() -> String {
     )
 }
 
-/// The control plane's values, read first under `policy.valuesFrom: linkerdConfig`.
+/// The control plane's values, read after the Namespace when the answer depends on them.
 fn values_call() -> String {
     call("v1/ConfigMap", "linkerd-config", Some("linkerd"), &["data"])
 }
@@ -94,12 +94,14 @@ fn list_call() -> String {
     "list v1/ConfigMap \"linkerd\" [\"data\"]".to_owned()
 }
 
-/// `expected` (the calls under `valuesFrom: settings` and `configMapLookup: get`) for these
-/// values: the values lookup first when they come from `linkerd-config`; under `list` the first
+/// `expected` (the calls under `valuesFrom: linkerdConfig` and `configMapLookup: get`) for these
+/// values: without the values lookup when they come from the settings; under `list` the first
 /// ConfigMap read becomes the list and the other costs nothing.
 fn with_values_call(values_from: &str, reads: &str, expected: Vec<String>) -> Vec<String> {
-    let values = (values_from == "linkerdConfig").then(values_call);
-    let all: Vec<String> = values.into_iter().chain(expected).collect();
+    let all: Vec<String> = expected
+        .into_iter()
+        .filter(|c| values_from == "linkerdConfig" || *c != values_call())
+        .collect();
     if reads == "get" {
         return all;
     }
@@ -203,23 +205,24 @@ fn label(key: &str, value: &str) -> BTreeMap<String, String> {
 
 #[rstest]
 #[case::deployment_pod_default_is_template_hash("Pod", deployment_pod(), NS, policy_settings(None, false),
-    vec![ns_call(NS), cm_call()], label("linkerd.io/proxy-deployment", "web"))]
+    vec![ns_call(NS), values_call(), cm_call()], label("linkerd.io/proxy-deployment", "web"))]
 #[case::deployment_pod_template_hash("Pod", deployment_pod(), NS, policy_settings(Some("templateHash"), false),
-    vec![ns_call(NS), cm_call()], label("linkerd.io/proxy-deployment", "web"))]
+    vec![ns_call(NS), values_call(), cm_call()], label("linkerd.io/proxy-deployment", "web"))]
 #[case::deployment_pod_lookup("Pod", deployment_pod(), NS, policy_settings(Some("lookup"), false),
-    vec![ns_call(NS), cm_call(), rs_call("web-7d9c6b5f4")], label("linkerd.io/proxy-deployment", "web"))]
+    vec![ns_call(NS), values_call(), cm_call(), rs_call("web-7d9c6b5f4")], label("linkerd.io/proxy-deployment", "web"))]
 #[case::deployment_pod_template_hash_inline("Pod", deployment_pod(), NS, policy_settings(None, true),
-    vec![ns_call(NS)], label("linkerd.io/proxy-deployment", "web"))]
+    vec![ns_call(NS), values_call()], label("linkerd.io/proxy-deployment", "web"))]
 #[case::deployment_pod_lookup_inline("Pod", deployment_pod(), NS, policy_settings(Some("lookup"), true),
-    vec![ns_call(NS), rs_call("web-7d9c6b5f4")], label("linkerd.io/proxy-deployment", "web"))]
+    vec![ns_call(NS), values_call(), rs_call("web-7d9c6b5f4")], label("linkerd.io/proxy-deployment", "web"))]
 #[case::orphaned_rs_template_hash("Pod", pod(NS, "old-5f7c9b8d6", "5f7c9b8d6"), NS, policy_settings(None, true),
-    vec![ns_call(NS)], label("linkerd.io/proxy-deployment", "old"))]
+    vec![ns_call(NS), values_call()], label("linkerd.io/proxy-deployment", "old"))]
 #[case::orphaned_rs_lookup_is_linkerds_answer("Pod", pod(NS, "old-5f7c9b8d6", "5f7c9b8d6"), NS,
     policy_settings(Some("lookup"), true),
-    vec![ns_call(NS), rs_call("old-5f7c9b8d6")], label("linkerd.io/proxy-replicaset", "old-5f7c9b8d6"))]
+    vec![ns_call(NS), values_call(), rs_call("old-5f7c9b8d6")], label("linkerd.io/proxy-replicaset", "old-5f7c9b8d6"))]
 #[case::unannotated_namespace("Pod", pod("plain", "web-7d9c6b5f4", "7d9c6b5f4"), "plain",
     policy_settings(Some("lookup"), false), vec![ns_call("plain")], BTreeMap::new())]
-#[case::service("Service", service(), NS, policy_settings(Some("lookup"), false), vec![ns_call(NS)], BTreeMap::new())]
+#[case::service("Service", service(), NS, policy_settings(Some("lookup"), false), vec![ns_call(NS), values_call()],
+    BTreeMap::new())]
 fn host_calls_of_one_admission(
     #[case] kind: &str,
     #[case] object: Value,

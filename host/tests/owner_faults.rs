@@ -544,8 +544,8 @@ fn job_lookup_failures_fall_back_to_the_job() {
 // ---------------------------------------------------------------------------------------------
 // The exact requests, through kwctl replay sessions
 
-/// The list of the control plane's ConfigMaps every pod's admission makes first, answered with
-/// `linkerd-config`'s neutral values.
+/// The list of the control plane's ConfigMaps an injected pod's admission makes after the
+/// Namespace, answered with `linkerd-config`'s neutral values.
 fn values_exchange() -> String {
     r#"
 - type: Exchange
@@ -608,8 +608,8 @@ fn session(text: &str) -> ReplaySession {
 
 #[test]
 fn error_is_retried_with_disable_cache_exactly_once() {
-    let text = values_exchange()
-        + &ns_exchange()
+    let text = ns_exchange()
+        + &values_exchange()
         + &rs_exchange(
             false,
             "    type: Error\n    message: 'Get \"https://10.96.0.1:443/apis/apps/v1/namespaces/emojivoto/replicasets/web-5d8f9c7b4\": dial tcp 10.96.0.1:443: connect: connection refused'",
@@ -638,8 +638,8 @@ fn error_is_retried_with_disable_cache_exactly_once() {
 fn not_found_is_not_retried_even_uncached() {
     // one recorded ReplicaSet exchange: a retry would find the session empty and the audit
     // annotation would name that error instead of the not-found
-    let text = values_exchange()
-        + &ns_exchange()
+    let text = ns_exchange()
+        + &values_exchange()
         + &rs_exchange(
             false,
             "    type: Error\n    message: Cannot find apps/v1/ReplicaSet named 'web-5d8f9c7b4' inside of namespace 'Some(\"emojivoto\")'",
