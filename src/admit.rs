@@ -170,13 +170,12 @@ fn admit_kind(req: &Request<'_>, values: &Values<'_, '_>, cluster: &dyn Cluster)
     }
 }
 
-/// What an unusable `linkerd-config` leaves out of a pod's or Service's answer.
-const OPAQUE_DEFAULT: &str = "the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts)";
+/// What an unusable `linkerd-config` leaves out of a verify-mode answer.
 const STALE_CHECK: &str = "the stale-proxy check (proxy.image.version, linkerdVersion)";
 
 /// The opaque-ports annotation of a pod without a proxy or a Service that sets none: the
 /// namespace's value, else the values' default list over the object's ports. The values are
-/// read only when the object has a port the list could name.
+/// read only when the object has a port the list could name, and then only that list.
 fn opaque_default(
     kind: &str,
     spec: &Value,
@@ -190,8 +189,7 @@ fn opaque_default(
     if candidates.is_empty() {
         return None;
     }
-    let settings = values.optional(OPAQUE_DEFAULT)?;
-    opaque::from_defaults(&candidates, &settings.proxy.opaque_ports)
+    opaque::from_defaults(&candidates, &values.opaque_ports()?)
 }
 
 fn request_namespace<'a>(req: &Request<'a>) -> Result<&'a str, String> {

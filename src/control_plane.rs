@@ -42,32 +42,12 @@ pub struct InEffect<'s> {
     pub fallback: Option<ValuesError>,
 }
 
-/// The values in effect: the settings alone, or the control plane's values under them.
-/// `Err` is the rejection to return (`policy.linkerdConfigFailure: reject`).
-pub fn in_effect<'s>(settings: &'s Settings, cluster: &dyn Cluster) -> Result<InEffect<'s>, ValuesError> {
-    if settings.policy.values_from == ValuesSource::Settings {
-        return Ok(InEffect {
-            settings: Cow::Borrowed(settings),
-            fallback: None,
-        });
-    }
-    match read(settings, cluster) {
-        Ok(merged) => Ok(InEffect {
-            settings: Cow::Owned(merged),
-            fallback: None,
-        }),
-        Err(e) if settings.policy.linkerd_config_failure == ValuesFailure::Settings => Ok(InEffect {
-            settings: Cow::Borrowed(settings),
-            fallback: Some(e),
-        }),
-        Err(e) => Err(e),
-    }
-}
-
 /// The values of one admission, read on first use.
 pub struct Values<'s, 'c> {
     settings: &'s Settings,
     cluster: &'c dyn Cluster,
+    /// `data.values` of `linkerd-config`, fetched once.
+    text: OnceCell<Result<String, ValuesError>>,
     read: OnceCell<Result<InEffect<'s>, ValuesError>>,
     /// What was left out of the answer because the values were unusable.
     left_out: RefCell<Vec<&'static str>>,
@@ -76,7 +56,7 @@ pub struct Values<'s, 'c> {
 /// How the values of one admission were used, for the warnings the answer carries.
 #[derive(Debug, PartialEq)]
 pub enum Read<'a> {
-    /// Not read: nothing in the answer depends on them.
+    /// Not read whole: nothing in the answer depends on more than `proxy.opaquePorts`.
     NotRead,
     /// Read and layered under the settings.
     Used,
@@ -86,11 +66,15 @@ pub enum Read<'a> {
     Unusable(&'a ValuesError, Vec<&'static str>),
 }
 
+/// What an unusable `linkerd-config` leaves out of a pod's or Service's answer.
+const OPAQUE_DEFAULT: &str = "the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts)";
+
 impl<'s, 'c> Values<'s, 'c> {
     pub fn new(settings: &'s Settings, cluster: &'c dyn Cluster) -> Self {
         Self {
             settings,
             cluster,
+            text: OnceCell::new(),
             read: OnceCell::new(),
             left_out: RefCell::new(Vec::new()),
         }
@@ -101,8 +85,39 @@ impl<'s, 'c> Values<'s, 'c> {
         self.settings
     }
 
+    fn text(&self) -> Result<&str, &ValuesError> {
+        match self.text.get_or_init(|| fetch(self.settings, self.cluster)) {
+            Ok(text) => Ok(text),
+            Err(e) => Err(e),
+        }
+    }
+
     fn in_effect(&self) -> &Result<InEffect<'s>, ValuesError> {
-        self.read.get_or_init(|| in_effect(self.settings, self.cluster))
+        self.read.get_or_init(|| {
+            let settings = self.settings;
+            if settings.policy.values_from == ValuesSource::Settings {
+                return Ok(InEffect {
+                    settings: Cow::Borrowed(settings),
+                    fallback: None,
+                });
+            }
+            let at = || config_map_name(settings);
+            let layered = self
+                .text()
+                .map_err(Clone::clone)
+                .and_then(|text| layer(settings, text, at()));
+            match layered {
+                Ok(merged) => Ok(InEffect {
+                    settings: Cow::Owned(merged),
+                    fallback: None,
+                }),
+                Err(e) if settings.policy.linkerd_config_failure == ValuesFailure::Settings => Ok(InEffect {
+                    settings: Cow::Borrowed(settings),
+                    fallback: Some(e),
+                }),
+                Err(e) => Err(e),
+            }
+        })
     }
 
     /// The settings in effect for an answer that cannot be given without them (a pod that gets
@@ -127,6 +142,27 @@ impl<'s, 'c> Values<'s, 'c> {
         }
     }
 
+    /// `proxy.opaquePorts` in effect, for the default annotation of an object that gets no
+    /// proxy; `None` when the values are unusable (then named in the warning). That key alone
+    /// is read from `linkerd-config` when the settings do not set it and nothing else needed
+    /// the values; a document the targeted read cannot answer exactly is read whole.
+    pub fn opaque_ports(&self) -> Option<String> {
+        let settings = self.settings;
+        let set_here = settings.policy.values_from == ValuesSource::Settings
+            || settings.overrides.pointer("/proxy/opaquePorts").is_some();
+        if set_here {
+            return Some(settings.proxy.opaque_ports.clone());
+        }
+        if self.read.get().is_none()
+            && let Ok(text) = self.text()
+            && let Some(ports) = opaque_ports_of(text)
+        {
+            return Some(ports);
+        }
+        self.optional(OPAQUE_DEFAULT)
+            .map(|s| s.proxy.opaque_ports.clone())
+    }
+
     /// What this admission did with the values.
     pub fn read(&self) -> Read<'_> {
         match self.read.get() {
@@ -140,23 +176,38 @@ impl<'s, 'c> Values<'s, 'c> {
     }
 }
 
-/// Reads, parses and layers the ConfigMap's values; all or nothing.
-fn read(settings: &Settings, cluster: &dyn Cluster) -> Result<Settings, ValuesError> {
+fn config_map_name(settings: &Settings) -> String {
+    format!(
+        "{}/{}",
+        settings.policy.control_plane_namespace, settings.policy.linkerd_config_map
+    )
+}
+
+/// The ConfigMap's `values` text.
+fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesError> {
     let namespace = &settings.policy.control_plane_namespace;
     let name = &settings.policy.linkerd_config_map;
-    let at = format!("{namespace}/{name}");
     let config_map = cluster
         .get(&Lookup::config_map(namespace, name))
         .map_err(|e| match e {
-            LookupError::NotFound(_) => ValuesError::NotFound { at: at.clone() },
+            LookupError::NotFound(_) => ValuesError::NotFound {
+                at: config_map_name(settings),
+            },
             LookupError::Failed(message) => ValuesError::Lookup {
-                at: at.clone(),
+                at: config_map_name(settings),
                 message,
             },
         })?;
-    let Some(text) = config_map.pointer("/data/values").and_then(Value::as_str) else {
-        return Err(ValuesError::MissingKey { at });
-    };
+    match config_map.pointer("/data/values") {
+        Some(Value::String(text)) => Ok(text.clone()),
+        _ => Err(ValuesError::MissingKey {
+            at: config_map_name(settings),
+        }),
+    }
+}
+
+/// Parses the values and layers them under the settings; all or nothing.
+fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, ValuesError> {
     let values: Value =
         crate::helm_yaml::from_str_keeping(text, Settings::reads_from_values).map_err(|e| {
             ValuesError::NotYaml {
@@ -167,4 +218,22 @@ fn read(settings: &Settings, cluster: &dyn Cluster) -> Result<Settings, ValuesEr
     settings
         .over_values(values)
         .map_err(|source| ValuesError::Invalid { at, source })
+}
+
+/// `proxy.opaquePorts` of a values document, as reading the whole document under settings that
+/// do not set it gives it: the chart default when absent or null, the string when it is a valid
+/// list. `None` for anything else (a document the fast reader declines, another type, an
+/// invalid list), which the whole read then explains.
+fn opaque_ports_of(text: &str) -> Option<String> {
+    let doc = crate::helm_yaml::fast_keeping(text, &|key| key == "proxy")?;
+    let ports = match doc.get("proxy") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(proxy)) => proxy.get("opaquePorts").filter(|v| !v.is_null()),
+        Some(_) => return None,
+    };
+    match ports {
+        None => Some(crate::settings::DEFAULT_OPAQUE_PORTS.to_string()),
+        Some(Value::String(s)) if crate::settings::opaque_ports_are_valid(s) => Some(s.clone()),
+        Some(_) => None,
+    }
 }

@@ -6,6 +6,7 @@ mod common;
 
 use common::{linkerd_config, load, namespace};
 use linkerd_injector_policy::cluster::{Call, LookupError, MemoryCluster};
+use linkerd_injector_policy::control_plane::{Read, Values, ValuesError};
 use linkerd_injector_policy::outcome::{Outcome, Verdict};
 use linkerd_injector_policy::settings::Settings;
 use pretty_assertions::assert_eq;
@@ -257,4 +258,82 @@ fn settings_only_values_read_no_config_map() {
     );
     let kinds: Vec<&str> = cluster.lookups().iter().map(|l| l.kind).collect();
     assert_eq!(kinds, ["Namespace"]);
+}
+
+/// `proxy.opaquePorts` alone, as objects outside the mesh read it, is what reading the whole
+/// document gives: each of Linkerd's `linkerd-config` renderings under each shipped settings
+/// file, and documents that set, null or mistype the key.
+#[rstest]
+fn the_opaque_ports_read_alone_are_those_of_the_whole_read(
+    #[values("edge-26.5.1", "edge-26.8.3")] tag: &str,
+    #[values(
+        "install_default.yaml",
+        "install_ha_output.yaml",
+        "install_helm_control_plane_output.yaml"
+    )]
+    golden: &str,
+    #[values("{}", "cni.yaml", "defaults.yaml", "ha.yaml", "hardened.yaml")] settings_file: &str,
+) {
+    let config_map = load(&format!("tests/fixtures/linkerd-config/{tag}"), golden);
+    let mut doc: Value = match settings_file {
+        "{}" => json!({}),
+        file => {
+            let text =
+                std::fs::read_to_string(format!("{}/deploy/settings/{file}", env!("CARGO_MANIFEST_DIR")))
+                    .expect("shipped settings");
+            serde_yaml_ng::from_str(&text).expect("settings are YAML")
+        }
+    };
+    doc["policy"]["controlPlaneNamespace"] = config_map["metadata"]["namespace"].clone();
+    let s = settings(doc);
+    let cluster = MemoryCluster::new(vec![config_map]);
+    let whole = Values::new(&s, &cluster)
+        .required()
+        .expect("usable")
+        .proxy
+        .opaque_ports
+        .clone();
+    assert_eq!(
+        Values::new(&s, &cluster).opaque_ports(),
+        Some(whole),
+        "{tag} {golden} {settings_file}"
+    );
+}
+
+#[rstest]
+#[case::absent("linkerdVersion: edge-26.8.3\n")]
+#[case::null_proxy("proxy: null\n")]
+#[case::null_key("proxy:\n  opaquePorts: null\n")]
+#[case::set("proxy:\n  opaquePorts: \"3306,http, 4000-4100\"\n")]
+#[case::empty("proxy:\n  opaquePorts: \"\"\n")]
+#[case::quoted_single("proxy:\n  opaquePorts: '25,587'\n")]
+fn opaque_ports_alone_agree_with_the_whole_read(#[case] values: &str) {
+    let s = settings(json!({}));
+    let cluster = MemoryCluster::new(vec![linkerd_config(values)]);
+    let whole = Values::new(&s, &cluster)
+        .required()
+        .expect("usable")
+        .proxy
+        .opaque_ports
+        .clone();
+    assert_eq!(Values::new(&s, &cluster).opaque_ports(), Some(whole), "{values}");
+}
+
+/// A mistyped or invalid `proxy.opaquePorts`, and a document the fast reader declines, are
+/// read whole, which says what is wrong.
+#[rstest]
+#[case::a_number("proxy:\n  opaquePorts: 3306\n")]
+#[case::invalid("proxy:\n  opaquePorts: \"no way\"\n")]
+#[case::proxy_not_a_mapping("proxy: [1]\n")]
+fn a_doubtful_opaque_ports_key_takes_the_whole_read(#[case] values: &str) {
+    let s = settings(json!({}));
+    let cluster = MemoryCluster::new(vec![linkerd_config(values)]);
+    assert_eq!(Values::new(&s, &cluster).opaque_ports(), None, "{values}");
+    let values = Values::new(&s, &cluster);
+    values.opaque_ports();
+    assert!(
+        matches!(values.read(), Read::Unusable(ValuesError::Invalid { .. }, _)),
+        "{:?}",
+        values.read()
+    );
 }

@@ -108,10 +108,13 @@ fn unusable() -> Vec<(&'static str, MemoryCluster, String)> {
             format!("{at} has no data key \"values\""),
         ),
         (
-            "invalid",
-            MemoryCluster::new(vec![ns(), linkerd_config("proxy:\n  ports:\n    admin: 0\n")]),
+            "invalid opaque ports",
+            MemoryCluster::new(vec![
+                ns(),
+                linkerd_config("proxy:\n  opaquePorts: \"3306,no way\"\n"),
+            ]),
             format!(
-                "{at}, key \"values\", under this policy's settings: settings.proxy.ports.admin: must be 1-65535, got 0"
+                "{at}, key \"values\", under this policy's settings: settings.proxy.opaquePorts: \"no way\" is neither a port, a range \"lo-hi\" nor a port name"
             ),
         ),
     ]
@@ -261,4 +264,59 @@ fn skip_reasons_of_a_pod_that_did_not_ask_need_no_values() {
         "skipped: automountServiceAccountToken set to \"false\", with Values.identity.serviceAccountTokenProjection set to \"false\""
     );
     assert_eq!(described(&c), [NS, LIST]);
+}
+
+/// A pod outside the mesh and a Service read only `proxy.opaquePorts` from the values: a
+/// mistake elsewhere in `linkerd-config` refuses the pods that get a proxy, and leaves these
+/// exactly as a sound `linkerd-config` would.
+#[rstest]
+#[case::pod("Pod", pod(json!({}), &[3306]))]
+#[case::service("Service", service(json!({}), json!([{"port": 3306}])))]
+fn a_mistake_elsewhere_in_linkerd_config_leaves_objects_outside_the_mesh_alone(
+    #[case] kind: &str,
+    #[case] object: Value,
+) {
+    let broken = || {
+        MemoryCluster::new(vec![
+            namespace("shop", json!({})),
+            linkerd_config("proxy:\n  opaquePorts: \"3306,6379\"\n  ports:\n    admin: 0\n"),
+        ])
+    };
+    let c = broken();
+    let out = admit(kind, &object, &settings(json!({})), &c);
+    let mutated = out
+        .mutated
+        .as_ref()
+        .expect("annotated from linkerd-config's list");
+    assert_eq!(mutated["metadata"]["annotations"][OPAQUE], "3306");
+    assert_eq!(
+        (out.warnings.len(), out.audit_annotations.get("values")),
+        (0, None)
+    );
+    assert_eq!(described(&c), [NS, LIST]);
+
+    let asks = pod(json!({"linkerd.io/inject": "enabled"}), &[3306]);
+    let out = admit("Pod", &asks, &settings(json!({})), &broken());
+    assert_eq!(
+        out.verdict,
+        Verdict::Rejected(
+            "ConfigMap linkerd/linkerd-config, key \"values\", under this policy's settings: settings.proxy.ports.admin: must be 1-65535, got 0".into()
+        )
+    );
+}
+
+/// Settings that set `proxy.opaquePorts` decide the default annotation alone: no ConfigMap is
+/// read for an object outside the mesh, whatever its state.
+#[test]
+fn settings_that_set_the_opaque_ports_read_no_config_map() {
+    let c = MemoryCluster::new(vec![namespace("shop", json!({}))]);
+    let s = Settings::from_value(json!({"identityTrustAnchorsPEM": PEM, "proxy": {"opaquePorts": "8080"}}))
+        .unwrap();
+    let out = admit("Pod", &pod(json!({}), &[8080]), &s, &c);
+    assert_eq!(
+        out.mutated.expect("annotated")["metadata"]["annotations"][OPAQUE],
+        "8080"
+    );
+    assert_eq!(out.warnings, Vec::<String>::new());
+    assert_eq!(described(&c), [NS]);
 }

@@ -9,7 +9,7 @@ mod known_keys;
 mod policy;
 mod scalar;
 mod validate;
-pub use validate::INBOUND_POLICIES;
+pub use validate::{INBOUND_POLICIES, opaque_ports_are_valid};
 mod values;
 
 pub use policy::{

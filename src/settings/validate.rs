@@ -312,13 +312,11 @@ impl Checker {
 
     /// Opaque ports may also name container ports, which are resolved per pod.
     fn opaque_ports(&mut self, path: &str, val: &str) {
-        for entry in val.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            if ports::parse_port_range(entry).is_err() && !is_port_name(entry) {
-                self.fail(
-                    path,
-                    format!("\"{entry}\" is neither a port, a range \"lo-hi\" nor a port name"),
-                );
-            }
+        for entry in invalid_opaque_ports(val) {
+            self.fail(
+                path,
+                format!("\"{entry}\" is neither a port, a range \"lo-hi\" nor a port name"),
+            );
         }
     }
 
@@ -368,4 +366,17 @@ pub fn is_port_name(s: &str) -> bool {
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && s.bytes().any(|b| b.is_ascii_lowercase())
+}
+
+/// The entries of an opaque-ports list that are neither a port, a range nor a port name.
+fn invalid_opaque_ports(val: &str) -> impl Iterator<Item = &str> {
+    val.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .filter(|e| ports::parse_port_range(e).is_err() && !is_port_name(e))
+}
+
+/// Whether `proxy.opaquePorts` would pass validation.
+pub fn opaque_ports_are_valid(val: &str) -> bool {
+    invalid_opaque_ports(val).next().is_none()
 }

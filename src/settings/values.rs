@@ -77,6 +77,9 @@ impl Settings {
     }
 }
 
+/// The chart's `proxy.opaquePorts`.
+pub const DEFAULT_OPAQUE_PORTS: &str = "25,587,3306,4444,5432,6379,9300,11211";
+
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -397,7 +400,7 @@ impl Default for Proxy {
             wait_before_exit_seconds: 0,
             r#await: true,
             require_identity_on_inbound_ports: String::new(),
-            opaque_ports: "25,587,3306,4444,5432,6379,9300,11211".into(),
+            opaque_ports: DEFAULT_OPAQUE_PORTS.into(),
             pod_inbound_ports: String::new(),
             shutdown_grace_period: String::new(),
             default_inbound_policy: "all-unauthenticated".into(),

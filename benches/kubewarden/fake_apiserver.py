@@ -1,0 +1,486 @@
+#!/usr/bin/env python3
+"""A loopback Kubernetes API server for benchmarking policy-server (Python 3 standard library only).
+
+It serves what policy-server's kube client asks for: discovery (/api, /api/v1, /apis,
+/apis/<group>/<version>, /version), GET of a named object, LIST of a collection (optionally
+delayed: --list-delay), and WATCH (?watch=true|1): the connection is held open with chunked
+transfer and nothing but BOOKMARK events is sent, until the client goes away or its
+timeoutSeconds ends, like a real API server on a cluster where nothing changes. kube-rs
+reflectors (policy-server's list_resources_by_namespace) LIST, then WATCH.
+
+The objects are shaped as a real API server returns them (Kubernetes API reference: ObjectMeta,
+ListMeta, APIResourceList, WatchEvent, Status): uid, resourceVersion, creationTimestamp,
+managedFields, the kubernetes.io/metadata.name label on namespaces, status on Namespaces and
+ReplicaSets, list items without apiVersion/kind (a real LIST omits them), and every namespace
+holds the kube-root-ca.crt ConfigMap. The `linkerd` namespace holds what a default Linkerd
+install puts there: linkerd-config (from a fixture), linkerd-identity-trust-roots and
+kube-root-ca.crt.
+
+Counts of GET / LIST / WATCH (and discovery) requests: GET /_counts (JSON), and on stderr at exit.
+"""
+
+import argparse
+import copy
+import json
+import os
+import re
+import select
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+CREATED = "2026-11-30T09:00:00Z"
+LINKERD_VERSION = "edge-26.8.3"
+# Placeholders of Linkerd's install golden, set to the version it was taken from.
+PLACEHOLDERS = ("install-control-plane-version", "install-proxy-version", "install-debug-version", "dev-undefined")
+
+# Discovery: kind -> (group, version, plural, singular, namespaced, shortNames). Verbs as
+# `kubectl api-resources -o wide` lists them for these resources.
+RESOURCES = {
+    "Namespace": ("", "v1", "namespaces", "namespace", False, ["ns"]),
+    "ConfigMap": ("", "v1", "configmaps", "configmap", True, ["cm"]),
+    "Pod": ("", "v1", "pods", "pod", True, ["po"]),
+    "Service": ("", "v1", "services", "service", True, ["svc"]),
+    "Deployment": ("apps", "v1", "deployments", "deployment", True, ["deploy"]),
+    "ReplicaSet": ("apps", "v1", "replicasets", "replicaset", True, ["rs"]),
+    "Job": ("batch", "v1", "jobs", "job", True, []),
+}
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+CLUSTER_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+
+
+# ---------------------------------------------------------------- the cluster's objects
+
+
+def read_configmap_yaml(text):
+    """The YAML subset Linkerd's ConfigMap fixtures use: nested mappings of plain or quoted
+    scalars and `|` block scalars (the stdlib has no YAML reader)."""
+    lines = [line for line in text.splitlines() if line.strip() != "---"]
+    root = {}
+    stack, i = [(-1, root)], 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        key, _, value = line.strip().partition(":")
+        value = value.strip()
+        while stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        if value in ("|", "|-"):
+            block = []
+            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+                block.append(lines[i])
+                i += 1
+            while block and not block[-1].strip():
+                block.pop()
+            cut = min(len(b) - len(b.lstrip()) for b in block if b.strip())
+            body = "\n".join(b[cut:] for b in block)
+            parent[key] = body if value == "|-" else body + "\n"
+        elif value == "":
+            parent[key] = {}
+            stack.append((indent, parent[key]))
+        else:
+            parent[key] = json.loads(value) if value[0] == '"' else value.strip("'")
+    return root
+
+
+def fields_v1(tree):
+    """The FieldsV1 set of a JSON subtree (maps as `f:` keys, leaves and lists as {})."""
+    if not isinstance(tree, dict) or not tree:
+        return {}
+    out = {".": {}}
+    out.update({f"f:{k}": fields_v1(v) for k, v in tree.items()})
+    return out
+
+
+def metadata_fields(meta):
+    """The `f:metadata` set of labels, annotations and ownerReferences (no "." at this level)."""
+    return {f"f:{k}": fields_v1(v) for k, v in meta.items() if k in ("labels", "annotations", "ownerReferences")}
+
+
+def managed(manager, operation, api_version, fields, subresource=None):
+    entry = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": api_version,
+        "time": CREATED,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields,
+    }
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+class Cluster:
+    """Objects keyed by (kind, namespace, name); resourceVersions from one counter, as etcd's."""
+
+    def __init__(self):
+        self.objects = {}
+        self.rv = 1000
+
+    def add(self, obj, managers):
+        meta = obj["metadata"]
+        self.rv += 1
+        ns = meta.get("namespace", "")
+        meta.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{obj['kind']}/{ns}/{meta['name']}")))
+        meta["resourceVersion"] = str(self.rv)
+        meta["creationTimestamp"] = CREATED
+        meta["managedFields"] = managers
+        self.objects[(obj["kind"], ns, meta["name"])] = obj
+
+    def namespace(self, name, labels=None, annotations=None, applied=False):
+        labels = dict(labels or {}, **{"kubernetes.io/metadata.name": name})
+        meta = {"name": name, "labels": labels}
+        if annotations:
+            meta["annotations"] = annotations
+        obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta,
+               "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
+        if applied:
+            self.applied(obj)
+            self.root_ca(name)
+            return
+        # created by `kubectl create namespace`, then annotated by `kubectl annotate`
+        managers = [managed("kubectl-create", "Update", "v1", {"f:metadata": metadata_fields({"labels": labels})})]
+        if annotations:
+            fields = {"f:metadata": metadata_fields({"annotations": annotations})}
+            managers.append(managed("kubectl-annotate", "Update", "v1", fields))
+        self.add(obj, managers)
+        self.root_ca(name)
+
+    def root_ca(self, namespace):
+        """kube-root-ca.crt, which kube-controller-manager's root-ca-cert-publisher puts in every namespace."""
+        meta = {"name": "kube-root-ca.crt", "namespace": namespace, "annotations": {
+            "kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver "
+            "when using internal endpoints such as the internal service IP or kubernetes.default.svc. "
+            "No other usage is guaranteed across distributions of Kubernetes clusters."}}
+        obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"ca.crt": self.kube_root_ca}}
+        fields = {"f:data": fields_v1(obj["data"]), "f:metadata": metadata_fields(meta)}
+        self.add(obj, [managed("kube-controller-manager", "Update", "v1", fields)])
+
+    def applied(self, obj, manager="kubectl"):
+        """An object applied server-side (`kubectl apply --server-side`): one Apply entry."""
+        fields = {f"f:{k}": fields_v1(v) for k, v in obj.items() if k in ("data", "spec") and v}
+        fields["f:metadata"] = metadata_fields(obj["metadata"])
+        self.add(obj, [managed(manager, "Apply", obj["apiVersion"], fields)])
+
+    def workload(self, obj):
+        """A Deployment or ReplicaSet as its controller leaves it (status written through /status)."""
+        kind, spec = obj["kind"], obj.get("spec", {})
+        replicas = spec.get("replicas", 1)
+        status = {"replicas": replicas, "availableReplicas": replicas, "readyReplicas": replicas,
+                  "observedGeneration": 1}
+        if kind == "ReplicaSet":
+            status["fullyLabeledReplicas"] = replicas
+            obj["metadata"].setdefault("annotations", {}).update({
+                "deployment.kubernetes.io/desired-replicas": str(replicas),
+                "deployment.kubernetes.io/max-replicas": str(replicas + 1),
+                "deployment.kubernetes.io/revision": "1"})
+        obj["metadata"].setdefault("generation", 1)
+        obj["status"] = status
+        manager = "kube-controller-manager" if kind == "ReplicaSet" else "kubectl-client-side-apply"
+        fields = {"f:metadata": metadata_fields(obj["metadata"]), "f:spec": fields_v1(spec)}
+        self.add(obj, [
+            managed(manager, "Update", obj["apiVersion"], fields),
+            managed("kube-controller-manager", "Update", obj["apiVersion"], {"f:status": fields_v1(status)}, "status"),
+        ])
+
+
+def linkerd_control_plane(cluster, fixture):
+    """Namespace `linkerd` with the ConfigMaps of a default install: linkerd-config (the
+    fixture, placeholders set to the version), the trust roots (identityTrustAnchorsPEM of the
+    same values, as the chart writes them) and kube-root-ca.crt."""
+    text = open(fixture, encoding="utf-8").read()
+    for placeholder in PLACEHOLDERS:
+        text = text.replace(placeholder, LINKERD_VERSION)
+    config = read_configmap_yaml(text)
+    values = config["data"]["values"]
+    anchors = re.search(r"^identityTrustAnchorsPEM: \|\n((?:  .*\n)+)", values, re.M)
+    pem = "".join(line[2:] + "\n" for line in anchors.group(1).splitlines())
+    cluster.namespace("linkerd", labels={"linkerd.io/is-control-plane": "true",
+                                         "config.linkerd.io/admission-webhooks": "disabled",
+                                         "linkerd.io/control-plane-ns": "linkerd"},
+                      annotations={"linkerd.io/inject": "disabled"}, applied=True)
+    config["apiVersion"], config["kind"] = "v1", "ConfigMap"
+    cluster.applied(config)
+    created_by = config["metadata"]["annotations"]
+    cluster.applied({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "linkerd-identity-trust-roots", "namespace": "linkerd",
+        "labels": {"linkerd.io/control-plane-component": "identity", "linkerd.io/control-plane-ns": "linkerd"},
+        "annotations": dict(created_by)}, "data": {"ca-bundle.crt": pem}})
+
+
+def build_cluster(args):
+    cluster = Cluster()
+    cluster.kube_root_ca = open(args.kube_root_ca, encoding="utf-8").read()
+    for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        cluster.namespace(name)
+    linkerd_control_plane(cluster, args.linkerd_config)
+    for obj in json.load(open(args.objects, encoding="utf-8")) if args.objects else []:
+        meta = obj["metadata"]
+        if obj["kind"] == "Namespace":
+            cluster.namespace(meta["name"], annotations=meta.get("annotations"))
+        elif obj["kind"] in ("Deployment", "ReplicaSet"):
+            cluster.workload(copy.deepcopy(obj))
+        else:
+            cluster.applied(copy.deepcopy(obj))
+    return cluster
+
+
+# ---------------------------------------------------------------- selectors
+
+
+def label_selector_matches(selector, labels):
+    """Equality-based selectors: `k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated."""
+    for term in filter(None, (t.strip() for t in (selector or "").split(","))):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            ok = labels.get(k) != v
+        elif "=" in term:
+            k, v = re.split("==?", term, maxsplit=1)
+            ok = labels.get(k) == v
+        elif term.startswith("!"):
+            ok = term[1:] not in labels
+        else:
+            ok = term in labels
+        if not ok:
+            return False
+    return True
+
+
+def field_selector_matches(selector, obj):
+    for term in filter(None, (selector or "").split(",")):
+        k, v = re.split("==?", term, maxsplit=1)
+        ns = obj["metadata"].get("namespace", "")
+        have = {"metadata.name": obj["metadata"]["name"], "metadata.namespace": ns}.get(k)
+        if have != v:
+            return False
+    return True
+
+
+# ---------------------------------------------------------------- HTTP
+
+
+def discovery(path, port):
+    if path == "/version":
+        return {"major": "1", "minor": "33", "gitVersion": "v1.33.4", "gitCommit": "0" * 40,
+                "gitTreeState": "clean", "buildDate": "2025-08-12T18:00:00Z", "goVersion": "go1.24.5",
+                "compiler": "gc", "platform": "linux/amd64"}
+    if path == "/api":
+        return {"kind": "APIVersions", "versions": ["v1"],
+                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{port}"}]}
+    groups = sorted({g for g, *_ in RESOURCES.values() if g})
+    if path == "/apis":
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+            {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
+             "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"}} for g in groups]}
+    m = re.fullmatch(r"/api/v1|/apis/([^/]+)/v1", path)
+    if not m:
+        return None
+    group = m.group(1) or ""
+    resources = []
+    for kind, (g, _v, plural, singular, namespaced, short) in sorted(RESOURCES.items()):
+        if g != group:
+            continue
+        r = {"name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind,
+             "verbs": VERBS if namespaced else CLUSTER_VERBS}
+        if short:
+            r["shortNames"] = short
+        resources.append(r)
+        resources.append({"name": f"{plural}/status", "singularName": "", "namespaced": namespaced,
+                          "kind": kind, "verbs": ["get", "patch", "update"]})
+    group_version = f"{group}/v1" if group else "v1"
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+PATH = re.compile(r"/api/v1|/apis/(?P<group>[^/]+)/v1")
+TAIL = re.compile(r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?")
+
+
+def parse_resource_path(path):
+    """(kind, namespace or None, name or None) of a resource path, or None. /api/v1/namespaces/<n>
+    is the Namespace <n>; /api/v1/namespaces/<n>/configmaps the ConfigMaps of <n>."""
+    m = PATH.match(path)
+    t = m and TAIL.fullmatch(path[m.end():])
+    if not t:
+        return None
+    group = m.group("group") or ""
+    for kind, (g, _v, plural, *_rest) in RESOURCES.items():
+        if g == group and plural == t.group("plural"):
+            return kind, t.group("ns"), t.group("name")
+    return None
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-apiserver/1"
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("fake-apiserver: " + fmt % args + "\n")
+
+    def send_json(self, code, doc):
+        body = json.dumps(doc, separators=(",", ":")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def not_found(self, plural, name):
+        self.send_json(404, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                             "message": f'{plural} "{name}" not found', "reason": "NotFound",
+                             "details": {"name": name, "kind": plural}, "code": 404})
+
+    def do_GET(self):
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        srv = self.server
+        if url.path == "/_counts":
+            return self.send_json(200, srv.snapshot())
+        doc = discovery(url.path, srv.server_address[1])
+        if doc is not None:
+            srv.count("discovery", url.path)
+            return self.send_json(200, doc)
+        target = parse_resource_path(url.path)
+        if target is None:
+            return self.send_json(404, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                        "message": "the server could not find the requested resource",
+                                        "reason": "NotFound", "code": 404})
+        kind, ns, name = target
+        if name is not None:
+            srv.count("get", url.path)
+            obj = srv.cluster.objects.get((kind, ns or "", name))
+            return self.send_json(200, obj) if obj else self.not_found(RESOURCES[kind][2], name)
+        if query.get("watch") in ("true", "1"):
+            srv.count("watch", url.path)
+            return self.watch(kind, query)
+        srv.count("list", url.path)
+        if srv.list_delay:
+            time.sleep(srv.list_delay)
+        return self.send_json(200, self.list_doc(kind, ns, query))
+
+    def selected(self, kind, ns, query):
+        for (k, n, _name), obj in sorted(self.server.cluster.objects.items()):
+            if k == kind and (ns is None or n == ns) \
+                    and label_selector_matches(query.get("labelSelector"), obj["metadata"].get("labels", {})) \
+                    and field_selector_matches(query.get("fieldSelector"), obj):
+                yield obj
+
+    def list_doc(self, kind, ns, query):
+        items = []
+        for obj in self.selected(kind, ns, query):
+            item = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+            items.append(item)
+        group, version = RESOURCES[kind][0], RESOURCES[kind][1]
+        return {"kind": f"{kind}List", "apiVersion": f"{group}/{version}" if group else version,
+                "metadata": {"resourceVersion": str(self.server.cluster.rv)}, "items": items}
+
+    def watch(self, kind, query):
+        """Nothing changes: hold the stream open (BOOKMARKs when asked) until the client leaves
+        or timeoutSeconds ends, then end the chunked body as a real API server does."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        deadline = time.monotonic() + float(query.get("timeoutSeconds", 1800))
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        next_bookmark = time.monotonic() + self.server.bookmark_interval
+        group, version = RESOURCES[kind][0], RESOURCES[kind][1]
+        try:
+            while time.monotonic() < deadline and not self.server.stopping.is_set():
+                if self.client_gone(1.0):
+                    return
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    next_bookmark += self.server.bookmark_interval
+                    event = {"type": "BOOKMARK", "object": {
+                        "kind": kind, "apiVersion": f"{group}/{version}" if group else version,
+                        "metadata": {"resourceVersion": str(self.server.cluster.rv)}}}
+                    chunk = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        finally:
+            self.close_connection = True
+
+    def client_gone(self, timeout):
+        readable, _, _ = select.select([self.connection], [], [], timeout)
+        if not readable:
+            return False
+        try:
+            return self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address, cluster, args):
+        super().__init__(address, Handler)
+        self.cluster = cluster
+        self.list_delay = args.list_delay
+        self.bookmark_interval = args.bookmark_interval
+        self.verbose = args.verbose
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.counts = {"get": 0, "list": 0, "watch": 0, "discovery": 0}
+        self.paths = {}
+
+    def count(self, verb, path):
+        with self.lock:
+            self.counts[verb] += 1
+            key = f"{verb.upper()} {path}"
+            self.paths[key] = self.paths.get(key, 0) + 1
+
+    def snapshot(self):
+        with self.lock:
+            return dict(self.counts, paths=dict(sorted(self.paths.items())))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=0, help="0: any free port (see --port-file)")
+    p.add_argument("--port-file", help="write the port here once listening")
+    p.add_argument("--linkerd-config", required=True, help="a linkerd-config ConfigMap fixture (YAML)")
+    p.add_argument("--kube-root-ca", required=True, help="PEM served as ca.crt of kube-root-ca.crt")
+    p.add_argument("--objects", help="JSON array of workload objects (Namespaces, Deployments, ReplicaSets)")
+    p.add_argument("--list-delay", type=float, default=0.0, help="seconds before a LIST answers (a slow API)")
+    p.add_argument("--bookmark-interval", type=float, default=60.0, help="seconds between BOOKMARK events")
+    p.add_argument("--dump", action="store_true", help="print every object as JSON and exit")
+    p.add_argument("--verbose", action="store_true")
+    args = p.parse_args()
+    cluster = build_cluster(args)
+    if args.dump:
+        json.dump([o for _, o in sorted(cluster.objects.items())], sys.stdout, indent=1)
+        return
+    server = Server(("127.0.0.1", args.port), cluster, args)
+
+    def stop(_sig, _frame):
+        server.stopping.set()
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    if args.port_file:
+        with open(args.port_file + ".tmp", "w", encoding="utf-8") as f:
+            f.write(str(server.server_address[1]))
+        os.replace(args.port_file + ".tmp", args.port_file)
+    server.serve_forever(poll_interval=0.2)
+    print(json.dumps(server.snapshot()), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
