@@ -225,7 +225,7 @@ fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, Values
 /// list. `None` for anything else (a document the fast reader declines, another type, an
 /// invalid list), which the whole read then explains.
 fn opaque_ports_of(text: &str) -> Option<String> {
-    let doc = crate::helm_yaml::fast_keeping(text, &|key| key == "proxy")?;
+    let doc = crate::helm_yaml::fast_along(text, &["proxy", "opaquePorts"])?;
     let ports = match doc.get("proxy") {
         None | Some(Value::Null) => None,
         Some(Value::Object(proxy)) => proxy.get("opaquePorts").filter(|v| !v.is_null()),

@@ -37,7 +37,19 @@ pub fn fast(text: &str) -> Option<Value> {
 
 /// The subset reader, building only the top-level keys `keep` accepts.
 pub fn fast_keeping(text: &str, keep: &dyn Fn(&str) -> bool) -> Option<Value> {
+    read_top_level(Reader::new(text)?, keep)
+}
+
+/// The subset reader, building only the mappings along `path` and the node at its end: the
+/// document as [`fast`] reads it with every other key left out (the rest is still read, so a
+/// document outside the subset is declined all the same).
+pub fn fast_along<'a>(text: &'a str, path: &'a [&'a str]) -> Option<Value> {
     let mut reader = Reader::new(text)?;
+    reader.path = Some(path);
+    read_top_level(reader, &|key| path.first() == Some(&key))
+}
+
+fn read_top_level(mut reader: Reader<'_>, keep: &dyn Fn(&str) -> bool) -> Option<Value> {
     let mut map = Map::new();
     reader.peek()?;
     while let Some((indent, line)) = reader.peek() {
@@ -59,6 +71,10 @@ struct Reader<'a> {
     /// Whether values are built; off for a top-level key the caller does not keep, whose
     /// block is still read, so that a document libyaml refuses is never taken.
     build: bool,
+    /// With a path, only the entries along it are built ([`fast_along`]).
+    path: Option<&'a [&'a str]>,
+    /// How many mapping entries enclose the current one.
+    depth: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -94,6 +110,8 @@ impl<'a> Reader<'a> {
             pos: 0,
             ends_with_newline: text.ends_with('\n'),
             build: true,
+            path: None,
+            depth: 0,
         })
     }
 
@@ -127,13 +145,22 @@ impl<'a> Reader<'a> {
 
     /// One `key: value` line, split by [`split_key`] (and the block under it).
     fn entry(&mut self, indent: usize, key: &str, rest: &'a str, map: &mut Map<String, Value>) -> Option<()> {
+        let outer = self.build;
+        if let Some(path) = self.path {
+            self.build = outer && path.get(self.depth).is_none_or(|k| *k == key);
+        }
+        self.depth += 1;
         let value = match rest {
-            "" => self.nested(indent, true)?,
-            "|" => self.literal(indent, true)?,
-            "|-" => self.literal(indent, false)?,
-            _ => self.value(scalar(rest)?),
+            "" => self.nested(indent, true),
+            "|" => self.literal(indent, true),
+            "|-" => self.literal(indent, false),
+            _ => scalar(rest).map(|s| self.value(s)),
         };
-        if !self.build {
+        self.depth -= 1;
+        let built = self.build;
+        self.build = outer;
+        let value = value?;
+        if !built {
             return Some(());
         }
         match map.entry(key) {

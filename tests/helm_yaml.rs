@@ -68,6 +68,36 @@ fn agrees_keeping(text: &str) -> Result<bool, String> {
     }
 }
 
+/// The opaque-ports key alone ([`helm_yaml::fast_along`]): where it answers, the node at the
+/// path is libyaml's and nothing off the path is built. `true` when it answered.
+fn agrees_along(text: &str) -> Result<bool, String> {
+    const PATH: [&str; 2] = ["proxy", "opaquePorts"];
+    let Some(along) = helm_yaml::fast_along(text, &PATH) else {
+        return Ok(false);
+    };
+    let full = serde_yaml_ng::from_str::<Value>(text)
+        .map_err(|e| format!("fast_along answered where libyaml failed: {e}"))?;
+    let at = |v: &Value| v.get(PATH[0]).and_then(|p| p.get(PATH[1])).cloned();
+    if at(&along) != at(&full) {
+        return Err(format!(
+            "fast_along {along} != libyaml {full} at proxy.opaquePorts for {text:?}"
+        ));
+    }
+    let off_path = match &along {
+        Value::Object(top) => {
+            top.keys().any(|k| k != PATH[0])
+                || along[PATH[0]]
+                    .as_object()
+                    .is_some_and(|p| p.keys().any(|k| k != PATH[1]))
+        }
+        _ => true,
+    };
+    if off_path {
+        return Err(format!("fast_along built keys off the path: {along}"));
+    }
+    Ok(true)
+}
+
 /// Linkerd's own `linkerd-config` documents all take the fast reader.
 #[rstest]
 #[case::edge_26_5_1_default("edge-26.5.1", "install_default")]
@@ -80,6 +110,7 @@ fn linkerd_config_values_take_the_fast_reader(#[case] tag: &str, #[case] golden:
     let text = linkerd_config_values(tag, golden);
     assert_eq!(agrees(&text), Ok(true));
     assert_eq!(agrees_keeping(&text), Ok(true));
+    assert_eq!(agrees_along(&text), Ok(true));
     let kept = helm_yaml::from_str_keeping(&text, Settings::reads_from_values).unwrap();
     assert!(
         kept.get("proxy").is_some()
@@ -271,6 +302,7 @@ proptest! {
         let text = edited_values(edits);
         agrees(&text).map_err(TestCaseError::fail)?;
         agrees_keeping(&text).map_err(TestCaseError::fail)?;
+        agrees_along(&text).map_err(TestCaseError::fail)?;
     }
 }
 

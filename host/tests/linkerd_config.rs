@@ -254,7 +254,7 @@ fn outside_the_mesh(what: &str) -> (&'static str, Value) {
 const LEFT_OUT: &str = "; admitted without the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts) (an unusable linkerd-config rejects only pods that get a proxy)";
 
 /// Through the module: a pod that asks for no proxy and a Service are never rejected over an
-/// unusable `linkerd-config`. Under `reject` they are admitted unchanged with the warning (a pod
+/// unusable `linkerd-config` (they read only `proxy.opaquePorts`, here unreadable or invalid). Under `reject` they are admitted unchanged with the warning (a pod
 /// without ports reads no ConfigMap and gets none); under `settings` they get the settings' default
 /// list, `3306`, with that choice's warning.
 #[rstest]
@@ -265,8 +265,8 @@ const LEFT_OUT: &str = "; admitted without the default config.linkerd.io/opaque-
 #[case::no_values_key(Some(config_map_with(json!({"global": "x"}))), &[],
     format!("{AT} has no data key \"values\""))]
 #[case::malformed_yaml(Some(linkerd_config(MALFORMED)), &[], not_yaml(MALFORMED))]
-#[case::wrong_types(Some(linkerd_config(WRONG_TYPES)), &[],
-    format!("{AT}, key \"values\", under this policy's settings: settings.proxy.ports.admin: invalid type: string \"lots\", expected i64"))]
+#[case::invalid_opaque_ports(Some(linkerd_config("proxy:\n  opaquePorts: \"3306,no way\"\n")), &[],
+    format!("{AT}, key \"values\", under this policy's settings: settings.proxy.opaquePorts: \"no way\" is neither a port, a range \"lo-hi\" nor a port name"))]
 fn nothing_outside_the_mesh_fails_over_linkerd_config(
     #[case] config_map: Option<Value>,
     #[case] fault_rules: &[&str],
@@ -310,4 +310,24 @@ fn nothing_outside_the_mesh_fails_over_linkerd_config(
             );
         }
     }
+}
+
+/// Through the module: a mistake elsewhere in `linkerd-config` (here a mistyped admin port, which
+/// refuses every pod that gets a proxy) leaves objects outside the mesh as a sound one would.
+#[rstest]
+fn a_mistake_elsewhere_leaves_objects_outside_the_mesh_alone(#[values("pod", "service")] what: &str) {
+    let host = cluster_host(
+        state_of(vec![plain_namespace(), linkerd_config(WRONG_TYPES)]),
+        faults(&[]),
+    );
+    let (kind, object) = outside_the_mesh(what);
+    let request = create_request(kind, "shop", "outside", object.clone());
+    let response = evaluate(&host, &request, &settings(json!({})));
+    assert!(response.allowed, "{response:?}");
+    assert_eq!(
+        patched(&object, &response)["metadata"]["annotations"]["config.linkerd.io/opaque-ports"],
+        json!("3306")
+    );
+    assert_eq!(response.warnings, None);
+    assert_eq!(response.audit_annotations.unwrap_or_default().get("values"), None);
 }
