@@ -5,7 +5,8 @@ use crate::settings::{Settings, TrustAnchorsSource};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-const BUNDLE_KEY: &str = "ca-bundle.crt";
+/// The trust-roots ConfigMap's data key holding the bundle.
+pub const BUNDLE_KEY: &str = "ca-bundle.crt";
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrustError {

@@ -170,6 +170,12 @@ fn pod_annotation_case(
         None => pod.clone(),
     };
     let key = "/metadata/annotations/config.linkerd.io~1opaque-ports";
+    // A patch case compares an annotation Linkerd adds; "no patch" asserts we add none.
+    if expected.is_some() && theirs.pointer(key).is_none() {
+        return Err(format!(
+            "{what}: Linkerd's patch adds no opaque-ports annotation to compare"
+        ));
+    }
     if ours.pointer(key) != theirs.pointer(key) {
         return Err(format!(
             "{what}: opaque-ports annotation {:?}, Linkerd's {:?}",

@@ -149,21 +149,6 @@ fn install_steps_start_in_monitor_and_retire_linkerd_last() {
     );
 }
 
-#[test]
-fn no_doc_switches_a_policy_back_to_monitor_or_retires_linkerd_first() {
-    for path in [
-        "README.md",
-        "deploy/README.md",
-        "deploy/cluster-admission-policy.yaml",
-        "deploy/verify-policy.yaml",
-    ] {
-        let text = read(path);
-        // the controller refuses protect -> monitor
-        assert!(!text.contains(r#"{"mode":"monitor"}"#), "{path}");
-        assert!(!text.contains("before enabling this policy"), "{path}");
-    }
-}
-
 // === audit annotations ===
 
 /// `key: value` code spans in every paragraph, list or table row of README.md and

@@ -43,10 +43,7 @@ use crate::protocol::response::AdmissionResponse;
 use crate::runtime::callback::{HostContext, LogSink};
 use crate::runtime::engine::{EngineError, Policy};
 
-/// The annotation Linkerd's decision table reads, set on the namespaces.
-pub const INJECT_ANNOTATION: &str = "linkerd.io/inject";
-/// The annotation `linkerd inject --enable-debug-sidecar` sets.
-pub const DEBUG_SIDECAR_ANNOTATION: &str = "config.linkerd.io/enable-debug-sidecar";
+use linkerd_injector_policy::annotations::{ENABLE_DEBUG_SIDECAR, INJECT};
 /// The user name of the AdmissionRequests sent to the module.
 pub const USERNAME: &str = "injector-host-inject";
 
@@ -116,9 +113,9 @@ fn want_proxies(namespace: &mut Value, options: &InjectOptions) {
         return;
     };
     let inject = if options.ingress { "ingress" } else { "enabled" };
-    annotations.insert(INJECT_ANNOTATION.into(), json!(inject));
+    annotations.insert(INJECT.into(), json!(inject));
     if options.enable_debug_sidecar {
-        annotations.insert(DEBUG_SIDECAR_ANNOTATION.into(), json!("true"));
+        annotations.insert(ENABLE_DEBUG_SIDECAR.into(), json!("true"));
     }
 }
 

@@ -5,6 +5,10 @@
 //! is a fresh instance of the shared pre-compiled module; all workers share one host context,
 //! so the `get_resource` cache is shared like in policy-server.
 
+use linkerd_injector_policy::annotations::CONTROL_PLANE_NS_LABEL;
+use linkerd_injector_policy::control_plane::VALUES_KEY;
+use linkerd_injector_policy::settings::PolicyOptions;
+use linkerd_injector_policy::trust::BUNDLE_KEY;
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -65,17 +69,21 @@ pub const DEFAULT_LINKERD_VALUES: &str = include_str!("../../data/linkerd-config
 /// The objects of a Linkerd control plane the injector reads: Namespace `linkerd`, the
 /// ConfigMap `linkerd/linkerd-identity-trust-roots` (`ca-bundle.crt`) and the ConfigMap
 /// `linkerd/linkerd-config` (`values`).
+/// The names are the policy's defaults (`policy.controlPlaneNamespace`, `policy.linkerdConfigMap`,
+/// `policy.trustAnchorsConfigMap`), taken from the core so the two never differ.
 pub fn default_control_plane() -> Vec<Value> {
+    let policy = PolicyOptions::default();
+    let ns = policy.control_plane_namespace.as_str();
     vec![
         json!({"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": "linkerd", "labels": {"linkerd.io/is-control-plane": "true", "kubernetes.io/metadata.name": "linkerd"}}}),
+            "metadata": {"name": ns, "labels": {"linkerd.io/is-control-plane": "true", "kubernetes.io/metadata.name": ns}}}),
         json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "linkerd-identity-trust-roots", "namespace": "linkerd"},
-            "data": {"ca-bundle.crt": DUMMY_TRUST_BUNDLE}}),
+            "metadata": {"name": policy.trust_anchors_config_map, "namespace": ns},
+            "data": {BUNDLE_KEY: DUMMY_TRUST_BUNDLE}}),
         json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "linkerd-config", "namespace": "linkerd",
-                "labels": {"linkerd.io/control-plane-component": "controller", "linkerd.io/control-plane-ns": "linkerd"}},
-            "data": {"values": DEFAULT_LINKERD_VALUES}}),
+            "metadata": {"name": policy.linkerd_config_map, "namespace": ns,
+                "labels": {"linkerd.io/control-plane-component": "controller", CONTROL_PLANE_NS_LABEL: ns}},
+            "data": {VALUES_KEY: DEFAULT_LINKERD_VALUES}}),
     ]
 }
 
