@@ -14,11 +14,12 @@ use common::{manifest_dir, policy_wasm_path, policy_yaml_path};
 use rstest::rstest;
 
 /// Every oracle file; `every_oracle_file_has_a_case` keeps this list equal to the directory.
-const ORACLE_FILES: [&str; 8] = [
+const ORACLE_FILES: [&str; 9] = [
     "session-empty--settings-default--pod-update-request.json",
     "session-empty--settings-invalid--pod-update-request.error",
     "session-injected--settings-default--pod-request.json",
     "session-namespace-error--settings-default--pod-request.json",
+    "session-no-linkerd-config--settings-default--pod-request.json",
     "session-not-annotated--settings-default--pod-request.json",
     "session-service--settings-default--service-request.json",
     "session-verify--settings-verify--meshed-pod-request.json",
@@ -113,6 +114,7 @@ fn tally(file: &str, identical: bool) {
 #[case::empty_invalid_settings("session-empty--settings-invalid--pod-update-request.error")]
 #[case::injected_default_pod("session-injected--settings-default--pod-request.json")]
 #[case::namespace_error_default_pod("session-namespace-error--settings-default--pod-request.json")]
+#[case::no_linkerd_config_default_pod("session-no-linkerd-config--settings-default--pod-request.json")]
 #[case::not_annotated_default_pod("session-not-annotated--settings-default--pod-request.json")]
 #[case::service_default_service("session-service--settings-default--service-request.json")]
 #[case::verify_meshed_pod("session-verify--settings-verify--meshed-pod-request.json")]
