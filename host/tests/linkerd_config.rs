@@ -171,24 +171,57 @@ fn not_yaml(text: &str) -> String {
 
 const MALFORMED: &str = "proxy:\n  logLevel: [unclosed\n";
 const WRONG_TYPES: &str = "proxy:\n  ports:\n    admin: lots\n";
+const INVALID_OPAQUE_PORTS: &str = "proxy:\n  opaquePorts: \"3306,no way\"\n";
+
+/// An unusable `linkerd-config` by name: the ConfigMap (if any), the fault rules and the exact
+/// reason the module gives.
+fn unusable(case: &str) -> (Option<Value>, &'static [&'static str], String) {
+    match case {
+        "missing" => (
+            None,
+            &[],
+            format!(
+                "{AT} not found: is Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; policy.valuesFrom: settings reads no ConfigMap)"
+            ),
+        ),
+        "lookup error" => (
+            Some(neutral_linkerd_config()),
+            &["ConfigMap=error:etcdserver: request timed out"],
+            format!(
+                "could not read {AT}: lookup of ConfigMaps in namespace linkerd failed: Host error: Callback evaluation failure: etcdserver: request timed out (usually transient; the API server will retry)"
+            ),
+        ),
+        "no values key" => (
+            Some(config_map_with(json!({"global": "x"}))),
+            &[],
+            format!("{AT} has no data key \"values\""),
+        ),
+        "malformed yaml" => (Some(linkerd_config(MALFORMED)), &[], not_yaml(MALFORMED)),
+        "wrong types" => (
+            Some(linkerd_config(WRONG_TYPES)),
+            &[],
+            format!(
+                "{AT}, key \"values\", under this policy's settings: settings.proxy.ports.admin: invalid type: string \"lots\", expected i64"
+            ),
+        ),
+        "invalid opaque ports" => (
+            Some(linkerd_config(INVALID_OPAQUE_PORTS)),
+            &[],
+            format!(
+                "{AT}, key \"values\", under this policy's settings: settings.proxy.opaquePorts: \"no way\" is neither a port, a range \"lo-hi\" nor a port name"
+            ),
+        ),
+        other => panic!("no unusable linkerd-config named {other}"),
+    }
+}
 
 /// Every unusable `linkerd-config`, with the exact reason the module gives: `reject` refuses the
 /// pod with it; `settings` injects exactly what the settings alone inject, and says why.
 #[rstest]
-#[case::missing(None, &[],
-    format!("{AT} not found: is Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; policy.valuesFrom: settings reads no ConfigMap)"))]
-#[case::lookup_error(Some(neutral_linkerd_config()), &["ConfigMap=error:etcdserver: request timed out"],
-    format!("could not read {AT}: lookup of ConfigMaps in namespace linkerd failed: Host error: Callback evaluation failure: etcdserver: request timed out (usually transient; the API server will retry)"))]
-#[case::no_values_key(Some(config_map_with(json!({"global": "x"}))), &[],
-    format!("{AT} has no data key \"values\""))]
-#[case::malformed_yaml(Some(linkerd_config(MALFORMED)), &[], not_yaml(MALFORMED))]
-#[case::wrong_types(Some(linkerd_config(WRONG_TYPES)), &[],
-    format!("{AT}, key \"values\", under this policy's settings: settings.proxy.ports.admin: invalid type: string \"lots\", expected i64"))]
 fn unusable_linkerd_config(
-    #[case] config_map: Option<Value>,
-    #[case] fault_rules: &[&str],
-    #[case] reason: String,
+    #[values("missing", "lookup error", "no values key", "malformed yaml", "wrong types")] case: &str,
 ) {
+    let (config_map, fault_rules, reason) = unusable(case);
     let host = || {
         let mut objects = vec![meshed_namespace()];
         objects.extend(config_map.clone());
@@ -254,26 +287,24 @@ fn outside_the_mesh(what: &str) -> (&'static str, Value) {
 const LEFT_OUT: &str = "; admitted without the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts) (an unusable linkerd-config rejects only pods that get a proxy)";
 
 /// Through the module: a pod that asks for no proxy and a Service are never rejected over an
-/// unusable `linkerd-config` (they read only `proxy.opaquePorts`, here unreadable or invalid). Under `reject` they are admitted unchanged with the warning (a pod
-/// without ports reads no ConfigMap and gets none); under `settings` they get the settings' default
-/// list, `3306`, with that choice's warning.
+/// unusable `linkerd-config` (they read only `proxy.opaquePorts`, here unreadable or invalid).
+/// Under `reject` they are admitted unchanged with the warning (a pod without ports reads no
+/// ConfigMap and gets none); under `settings` they get the settings' default list, `3306`, with
+/// that choice's warning.
 #[rstest]
-#[case::missing(None, &[],
-    format!("{AT} not found: is Linkerd's control plane installed there? (policy.controlPlaneNamespace, policy.linkerdConfigMap; policy.valuesFrom: settings reads no ConfigMap)"))]
-#[case::lookup_error(Some(neutral_linkerd_config()), &["ConfigMap=error:etcdserver: request timed out"],
-    format!("could not read {AT}: lookup of ConfigMaps in namespace linkerd failed: Host error: Callback evaluation failure: etcdserver: request timed out (usually transient; the API server will retry)"))]
-#[case::no_values_key(Some(config_map_with(json!({"global": "x"}))), &[],
-    format!("{AT} has no data key \"values\""))]
-#[case::malformed_yaml(Some(linkerd_config(MALFORMED)), &[], not_yaml(MALFORMED))]
-#[case::invalid_opaque_ports(Some(linkerd_config("proxy:\n  opaquePorts: \"3306,no way\"\n")), &[],
-    format!("{AT}, key \"values\", under this policy's settings: settings.proxy.opaquePorts: \"no way\" is neither a port, a range \"lo-hi\" nor a port name"))]
 fn nothing_outside_the_mesh_fails_over_linkerd_config(
-    #[case] config_map: Option<Value>,
-    #[case] fault_rules: &[&str],
-    #[case] reason: String,
+    #[values(
+        "missing",
+        "lookup error",
+        "no values key",
+        "malformed yaml",
+        "invalid opaque ports"
+    )]
+    case: &str,
     #[values("pod", "pod without ports", "service")] what: &str,
     #[values("reject", "settings")] failure: &str,
 ) {
+    let (config_map, fault_rules, reason) = unusable(case);
     let mut objects = vec![plain_namespace()];
     objects.extend(config_map.clone());
     let host = cluster_host(state_of(objects), faults(fault_rules));
