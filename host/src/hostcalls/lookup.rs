@@ -89,6 +89,16 @@ impl CachedObject {
     }
 }
 
+/// What one list asks for: a namespace's objects, or every namespace's.
+struct ListSelection<'r> {
+    api_version: &'r str,
+    kind: &'r str,
+    namespace: Option<&'r str>,
+    label_selector: Option<&'r str>,
+    field_selector: Option<&'r str>,
+    field_masks: Option<&'r BTreeSet<String>>,
+}
+
 /// Lookups served from a cluster state.
 #[derive(Debug)]
 pub struct ClusterLookup {
@@ -139,15 +149,8 @@ impl ClusterLookup {
         }
     }
 
-    fn list(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: Option<&str>,
-        label_selector: Option<&str>,
-        field_selector: Option<&str>,
-        field_masks: Option<&BTreeSet<String>>,
-    ) -> Result<Vec<u8>, ClusterLookupError> {
+    fn list(&self, s: &ListSelection<'_>) -> Result<Vec<u8>, ClusterLookupError> {
+        let (api_version, kind, namespace) = (s.api_version, s.kind, s.namespace);
         match self.faults.apply(kind, namespace, None) {
             FaultAction::Proceed => {}
             FaultAction::Error(m) => return Err(ClusterLookupError::Injected(m)),
@@ -161,7 +164,7 @@ impl ClusterLookup {
         }
         let state = self.state();
         let items: Vec<Value> = state
-            .list(api_version, kind, namespace, label_selector, field_selector)?
+            .list(api_version, kind, namespace, s.label_selector, s.field_selector)?
             .into_iter()
             .map(|obj| {
                 let mut obj = obj.clone();
@@ -172,7 +175,7 @@ impl ClusterLookup {
                         ann.remove("kubectl.kubernetes.io/last-applied-configuration");
                     }
                 }
-                field_mask::apply_to_object(&mut obj, field_masks);
+                field_mask::apply_to_object(&mut obj, s.field_masks);
                 obj
             })
             .collect();
@@ -383,20 +386,15 @@ impl Lookups {
     }
 
     fn answer_list_namespace(&self, r: &ListResourcesByNamespaceRequest) -> Result<Vec<u8>, String> {
-        self.record_list();
-        match &self.source {
-            LookupSource::Replay(session) => session.respond(&CallbackRequestType::from(r)),
-            LookupSource::Cluster(c) => c
-                .list(
-                    &r.api_version,
-                    &r.kind,
-                    Some(&r.namespace),
-                    r.label_selector.as_deref(),
-                    r.field_selector.as_deref(),
-                    r.field_masks.as_ref(),
-                )
-                .or_else(malformed_is_an_answer),
-        }
+        let selection = ListSelection {
+            api_version: &r.api_version,
+            kind: &r.kind,
+            namespace: Some(&r.namespace),
+            label_selector: r.label_selector.as_deref(),
+            field_selector: r.field_selector.as_deref(),
+            field_masks: r.field_masks.as_ref(),
+        };
+        self.answer_list(CallbackRequestType::from(r), selection)
     }
 
     pub fn list_resources_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
@@ -404,19 +402,23 @@ impl Lookups {
     }
 
     fn answer_list_all(&self, r: &ListAllResourcesRequest) -> Result<Vec<u8>, String> {
+        let selection = ListSelection {
+            api_version: &r.api_version,
+            kind: &r.kind,
+            namespace: None,
+            label_selector: r.label_selector.as_deref(),
+            field_selector: r.field_selector.as_deref(),
+            field_masks: r.field_masks.as_ref(),
+        };
+        self.answer_list(CallbackRequestType::from(r), selection)
+    }
+
+    /// One list, from the replay session or the cluster state (a namespace's objects, or all).
+    fn answer_list(&self, request: CallbackRequestType, s: ListSelection<'_>) -> Result<Vec<u8>, String> {
         self.record_list();
         match &self.source {
-            LookupSource::Replay(session) => session.respond(&CallbackRequestType::from(r)),
-            LookupSource::Cluster(c) => c
-                .list(
-                    &r.api_version,
-                    &r.kind,
-                    None,
-                    r.label_selector.as_deref(),
-                    r.field_selector.as_deref(),
-                    r.field_masks.as_ref(),
-                )
-                .or_else(malformed_is_an_answer),
+            LookupSource::Replay(session) => session.respond(&request),
+            LookupSource::Cluster(c) => c.list(&s).or_else(malformed_is_an_answer),
         }
     }
 
