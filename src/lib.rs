@@ -38,6 +38,13 @@ pub mod wire;
 
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 
+// Every admission runs in a fresh instance and allocates a few thousand small blocks (JSON and
+// YAML trees); Rust's default wasm allocator, dlmalloc, spent a fifth of the guest's time on
+// them, talc much less (benches/notes.md).
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 #[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
     guest::register_function("validate", validate);
