@@ -314,27 +314,26 @@ fn injected_pod_host_calls(
 /// ports, or that its annotations already skip, never reads them.
 #[rstest]
 #[case::namespace_without_inject_annotation("Pod",
-    pod_in("plain", Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4")), "plain", vec![ns_lookup("plain")], false)]
+    pod_in("plain", Some(("ReplicaSet", "web-7d9c6b5f4")), hash("7d9c6b5f4")), vec![ns_lookup("plain")], false)]
 #[case::pod_inject_disabled("Pod",
     {
         let mut p = pod(Some(("ReplicaSet", "canary-6c8b9d7f5")), json!({}));
         p["metadata"]["annotations"] = json!({"linkerd.io/inject": "disabled"});
         p
     },
-    NS, vec![ns_lookup(NS)], false)]
+    vec![ns_lookup(NS)], false)]
 #[case::service("Service",
     json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": NS},
         "spec": {"ports": [{"port": 3306}]}}),
-    NS, vec![ns_lookup(NS)], true)]
+    vec![ns_lookup(NS)], true)]
 #[case::service_with_opaque_ports("Service",
     json!({"apiVersion": "v1", "kind": "Service",
         "metadata": {"name": "web", "namespace": NS, "annotations": {"config.linkerd.io/opaque-ports": "3306"}},
         "spec": {"ports": [{"port": 3306}]}}),
-    NS, vec![], false)]
+    vec![], false)]
 fn not_injected_host_calls(
     #[case] kind: &str,
     #[case] object: Value,
-    #[case] ns: &str,
     #[case] expected: Vec<Lookup>,
     #[case] needs_values: bool,
     #[values(TemplateHash, ByLookup)] how: OwnerResolution,
@@ -348,6 +347,7 @@ fn not_injected_host_calls(
     source: (Values, Reads),
 ) {
     let (values, reads) = source;
+    let ns = object["metadata"]["namespace"].as_str().expect("the object's namespace");
     let cluster = cluster();
     let out = admit(
         kind,
