@@ -347,7 +347,9 @@ fn not_injected_host_calls(
     source: (Values, Reads),
 ) {
     let (values, reads) = source;
-    let ns = object["metadata"]["namespace"].as_str().expect("the object's namespace");
+    let ns = object["metadata"]["namespace"]
+        .as_str()
+        .expect("the object's namespace");
     let cluster = cluster();
     let out = admit(
         kind,
