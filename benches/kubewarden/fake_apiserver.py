@@ -2,21 +2,21 @@
 """A loopback Kubernetes API server for benchmarking policy-server (Python 3 standard library only).
 
 It serves what policy-server's kube client asks for: discovery (/api, /api/v1, /apis,
-/apis/<group>/<version>, /version), GET of a named object, LIST of a collection (optionally
-delayed: --list-delay), and WATCH (?watch=true|1): the connection is held open with chunked
-transfer and nothing but BOOKMARK events is sent, until the client goes away or its
-timeoutSeconds ends, like a real API server on a cluster where nothing changes. kube-rs
-reflectors (policy-server's list_resources_by_namespace) LIST, then WATCH.
+/apis/<group>/v1, /version), GET of a named object, LIST of a collection (delayed by
+--list-delay), and WATCH (?watch=true|1): the connection is held open with chunked transfer
+and nothing but BOOKMARK events is sent, until the client goes away or its timeoutSeconds ends,
+as a real API server does on a cluster where nothing changes. kube-rs reflectors (policy-server's
+list_resources_by_namespace) LIST, then WATCH.
 
 The objects are shaped as a real API server returns them (Kubernetes API reference: ObjectMeta,
 ListMeta, APIResourceList, WatchEvent, Status): uid, resourceVersion, creationTimestamp,
 managedFields, the kubernetes.io/metadata.name label on namespaces, status on Namespaces and
-ReplicaSets, list items without apiVersion/kind (a real LIST omits them), and every namespace
-holds the kube-root-ca.crt ConfigMap. The `linkerd` namespace holds what a default Linkerd
-install puts there: linkerd-config (from a fixture), linkerd-identity-trust-roots and
-kube-root-ca.crt.
+ReplicaSets, list items without apiVersion/kind (a real LIST leaves them out), and every
+namespace holds the kube-root-ca.crt ConfigMap. Namespace `linkerd` holds what a default Linkerd
+install puts there: linkerd-config (from a fixture), linkerd-identity-trust-roots, kube-root-ca.crt.
 
-Counts of GET / LIST / WATCH (and discovery) requests: GET /_counts (JSON), and on stderr at exit.
+Request counts (GET, LIST, WATCH, discovery): GET /_counts answers them as JSON; they are also
+printed on stderr at exit.
 """
 
 import argparse
@@ -36,30 +36,44 @@ from urllib.parse import parse_qs, urlsplit
 
 CREATED = "2026-11-30T09:00:00Z"
 LINKERD_VERSION = "edge-26.8.3"
-# Placeholders of Linkerd's install golden, set to the version it was taken from.
-PLACEHOLDERS = ("install-control-plane-version", "install-proxy-version", "install-debug-version", "dev-undefined")
+# Placeholders of Linkerd's install golden, set to the version the golden was taken from.
+PLACEHOLDERS = ("install-control-plane-version", "install-proxy-version", "install-debug-version",
+                "dev-undefined")
 
-# Discovery: kind -> (group, version, plural, singular, namespaced, shortNames). Verbs as
+# kind -> (group, plural, singular, namespaced, shortNames), all at version v1. Verbs as
 # `kubectl api-resources -o wide` lists them for these resources.
 RESOURCES = {
-    "Namespace": ("", "v1", "namespaces", "namespace", False, ["ns"]),
-    "ConfigMap": ("", "v1", "configmaps", "configmap", True, ["cm"]),
-    "Pod": ("", "v1", "pods", "pod", True, ["po"]),
-    "Service": ("", "v1", "services", "service", True, ["svc"]),
-    "Deployment": ("apps", "v1", "deployments", "deployment", True, ["deploy"]),
-    "ReplicaSet": ("apps", "v1", "replicasets", "replicaset", True, ["rs"]),
-    "Job": ("batch", "v1", "jobs", "job", True, []),
+    "Namespace": ("", "namespaces", "namespace", False, ["ns"]),
+    "ConfigMap": ("", "configmaps", "configmap", True, ["cm"]),
+    "Pod": ("", "pods", "pod", True, ["po"]),
+    "Service": ("", "services", "service", True, ["svc"]),
+    "Deployment": ("apps", "deployments", "deployment", True, ["deploy"]),
+    "ReplicaSet": ("apps", "replicasets", "replicaset", True, ["rs"]),
+    "Job": ("batch", "jobs", "job", True, []),
 }
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 CLUSTER_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+ROOT_CA_DESCRIPTION = (
+    "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints "
+    "such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across "
+    "distributions of Kubernetes clusters.")
+
+
+def api_version(kind):
+    group = RESOURCES[kind][0]
+    return f"{group}/v1" if group else "v1"
 
 
 # ---------------------------------------------------------------- the cluster's objects
 
 
+def indent_of(line):
+    return len(line) - len(line.lstrip())
+
+
 def read_configmap_yaml(text):
     """The YAML subset Linkerd's ConfigMap fixtures use: nested mappings of plain or quoted
-    scalars and `|` block scalars (the stdlib has no YAML reader)."""
+    scalars and `|` block scalars (the standard library has no YAML reader)."""
     lines = [line for line in text.splitlines() if line.strip() != "---"]
     root = {}
     stack, i = [(-1, root)], 0
@@ -68,25 +82,24 @@ def read_configmap_yaml(text):
         i += 1
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        indent = len(line) - len(line.lstrip())
         key, _, value = line.strip().partition(":")
         value = value.strip()
-        while stack[-1][0] >= indent:
+        while stack[-1][0] >= indent_of(line):
             stack.pop()
         parent = stack[-1][1]
         if value in ("|", "|-"):
-            block = []
-            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
-                block.append(lines[i])
+            start = i
+            while i < len(lines) and (not lines[i].strip() or indent_of(lines[i]) > indent_of(line)):
                 i += 1
+            block = lines[start:i]
             while block and not block[-1].strip():
                 block.pop()
-            cut = min(len(b) - len(b.lstrip()) for b in block if b.strip())
+            cut = min(indent_of(b) for b in block if b.strip())
             body = "\n".join(b[cut:] for b in block)
             parent[key] = body if value == "|-" else body + "\n"
         elif value == "":
             parent[key] = {}
-            stack.append((indent, parent[key]))
+            stack.append((indent_of(line), parent[key]))
         else:
             parent[key] = json.loads(value) if value[0] == '"' else value.strip("'")
     return root
@@ -96,25 +109,18 @@ def fields_v1(tree):
     """The FieldsV1 set of a JSON subtree (maps as `f:` keys, leaves and lists as {})."""
     if not isinstance(tree, dict) or not tree:
         return {}
-    out = {".": {}}
-    out.update({f"f:{k}": fields_v1(v) for k, v in tree.items()})
-    return out
+    return {".": {}, **{f"f:{k}": fields_v1(v) for k, v in tree.items()}}
 
 
 def metadata_fields(meta):
     """The `f:metadata` set of labels, annotations and ownerReferences (no "." at this level)."""
-    return {f"f:{k}": fields_v1(v) for k, v in meta.items() if k in ("labels", "annotations", "ownerReferences")}
+    kept = ("labels", "annotations", "ownerReferences")
+    return {f"f:{k}": fields_v1(v) for k, v in meta.items() if k in kept}
 
 
-def managed(manager, operation, api_version, fields, subresource=None):
-    entry = {
-        "manager": manager,
-        "operation": operation,
-        "apiVersion": api_version,
-        "time": CREATED,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields,
-    }
+def managed(manager, operation, version, fields, subresource=None):
+    entry = {"manager": manager, "operation": operation, "apiVersion": version, "time": CREATED,
+             "fieldsType": "FieldsV1", "fieldsV1": fields}
     if subresource:
         entry["subresource"] = subresource
     return entry
@@ -123,9 +129,10 @@ def managed(manager, operation, api_version, fields, subresource=None):
 class Cluster:
     """Objects keyed by (kind, namespace, name); resourceVersions from one counter, as etcd's."""
 
-    def __init__(self):
+    def __init__(self, kube_root_ca):
         self.objects = {}
         self.rv = 1000
+        self.kube_root_ca = kube_root_ca
 
     def add(self, obj, managers):
         meta = obj["metadata"]
@@ -138,100 +145,95 @@ class Cluster:
         self.objects[(obj["kind"], ns, meta["name"])] = obj
 
     def namespace(self, name, labels=None, annotations=None, applied=False):
+        """A Namespace and its kube-root-ca.crt. Made by `kubectl create namespace` (then
+        `kubectl annotate`), or applied server-side when `applied`."""
         labels = dict(labels or {}, **{"kubernetes.io/metadata.name": name})
-        meta = {"name": name, "labels": labels}
-        if annotations:
-            meta["annotations"] = annotations
+        meta = {"name": name, "labels": labels, **({"annotations": annotations} if annotations else {})}
         obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": meta,
                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}
         if applied:
             self.applied(obj)
-            self.root_ca(name)
-            return
-        # created by `kubectl create namespace`, then annotated by `kubectl annotate`
-        managers = [managed("kubectl-create", "Update", "v1", {"f:metadata": metadata_fields({"labels": labels})})]
-        if annotations:
-            fields = {"f:metadata": metadata_fields({"annotations": annotations})}
-            managers.append(managed("kubectl-annotate", "Update", "v1", fields))
-        self.add(obj, managers)
+        else:
+            managers = [managed("kubectl-create", "Update", "v1",
+                                {"f:metadata": metadata_fields({"labels": labels})})]
+            if annotations:
+                managers.append(managed("kubectl-annotate", "Update", "v1",
+                                        {"f:metadata": metadata_fields({"annotations": annotations})}))
+            self.add(obj, managers)
         self.root_ca(name)
 
     def root_ca(self, namespace):
-        """kube-root-ca.crt, which kube-controller-manager's root-ca-cert-publisher puts in every namespace."""
-        meta = {"name": "kube-root-ca.crt", "namespace": namespace, "annotations": {
-            "kubernetes.io/description": "Contains a CA bundle that can be used to verify the kube-apiserver "
-            "when using internal endpoints such as the internal service IP or kubernetes.default.svc. "
-            "No other usage is guaranteed across distributions of Kubernetes clusters."}}
-        obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"ca.crt": self.kube_root_ca}}
-        fields = {"f:data": fields_v1(obj["data"]), "f:metadata": metadata_fields(meta)}
-        self.add(obj, [managed("kube-controller-manager", "Update", "v1", fields)])
+        """kube-root-ca.crt, put in every namespace by kube-controller-manager's root-ca-cert-publisher."""
+        meta = {"name": "kube-root-ca.crt", "namespace": namespace,
+                "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION}}
+        data = {"ca.crt": self.kube_root_ca}
+        fields = {"f:data": fields_v1(data), "f:metadata": metadata_fields(meta)}
+        self.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data},
+                 [managed("kube-controller-manager", "Update", "v1", fields)])
 
-    def applied(self, obj, manager="kubectl"):
+    def applied(self, obj):
         """An object applied server-side (`kubectl apply --server-side`): one Apply entry."""
         fields = {f"f:{k}": fields_v1(v) for k, v in obj.items() if k in ("data", "spec") and v}
         fields["f:metadata"] = metadata_fields(obj["metadata"])
-        self.add(obj, [managed(manager, "Apply", obj["apiVersion"], fields)])
+        self.add(obj, [managed("kubectl", "Apply", obj["apiVersion"], fields)])
 
     def workload(self, obj):
         """A Deployment or ReplicaSet as its controller leaves it (status written through /status)."""
-        kind, spec = obj["kind"], obj.get("spec", {})
+        kind, meta, spec = obj["kind"], obj["metadata"], obj.get("spec", {})
         replicas = spec.get("replicas", 1)
         status = {"replicas": replicas, "availableReplicas": replicas, "readyReplicas": replicas,
                   "observedGeneration": 1}
         if kind == "ReplicaSet":
             status["fullyLabeledReplicas"] = replicas
-            obj["metadata"].setdefault("annotations", {}).update({
+            meta.setdefault("annotations", {}).update({
                 "deployment.kubernetes.io/desired-replicas": str(replicas),
                 "deployment.kubernetes.io/max-replicas": str(replicas + 1),
                 "deployment.kubernetes.io/revision": "1"})
-        obj["metadata"].setdefault("generation", 1)
+        meta.setdefault("generation", 1)
         obj["status"] = status
-        manager = "kube-controller-manager" if kind == "ReplicaSet" else "kubectl-client-side-apply"
-        fields = {"f:metadata": metadata_fields(obj["metadata"]), "f:spec": fields_v1(spec)}
+        writer = "kube-controller-manager" if kind == "ReplicaSet" else "kubectl-client-side-apply"
+        fields = {"f:metadata": metadata_fields(meta), "f:spec": fields_v1(spec)}
         self.add(obj, [
-            managed(manager, "Update", obj["apiVersion"], fields),
-            managed("kube-controller-manager", "Update", obj["apiVersion"], {"f:status": fields_v1(status)}, "status"),
+            managed(writer, "Update", obj["apiVersion"], fields),
+            managed("kube-controller-manager", "Update", obj["apiVersion"],
+                    {"f:status": fields_v1(status)}, "status"),
         ])
 
 
 def linkerd_control_plane(cluster, fixture):
     """Namespace `linkerd` with the ConfigMaps of a default install: linkerd-config (the
-    fixture, placeholders set to the version), the trust roots (identityTrustAnchorsPEM of the
-    same values, as the chart writes them) and kube-root-ca.crt."""
+    fixture, placeholders set to the version), the trust roots (the same values'
+    identityTrustAnchorsPEM, labelled as Linkerd's chart does) and kube-root-ca.crt."""
     text = open(fixture, encoding="utf-8").read()
     for placeholder in PLACEHOLDERS:
         text = text.replace(placeholder, LINKERD_VERSION)
-    config = read_configmap_yaml(text)
-    values = config["data"]["values"]
-    anchors = re.search(r"^identityTrustAnchorsPEM: \|\n((?:  .*\n)+)", values, re.M)
+    config = dict(read_configmap_yaml(text), apiVersion="v1", kind="ConfigMap")
+    anchors = re.search(r"^identityTrustAnchorsPEM: \|\n((?:  .*\n)+)", config["data"]["values"], re.M)
     pem = "".join(line[2:] + "\n" for line in anchors.group(1).splitlines())
     cluster.namespace("linkerd", labels={"linkerd.io/is-control-plane": "true",
                                          "config.linkerd.io/admission-webhooks": "disabled",
                                          "linkerd.io/control-plane-ns": "linkerd"},
                       annotations={"linkerd.io/inject": "disabled"}, applied=True)
-    config["apiVersion"], config["kind"] = "v1", "ConfigMap"
     cluster.applied(config)
-    created_by = config["metadata"]["annotations"]
+    labels = {"linkerd.io/control-plane-component": "identity", "linkerd.io/control-plane-ns": "linkerd"}
     cluster.applied({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
-        "name": "linkerd-identity-trust-roots", "namespace": "linkerd",
-        "labels": {"linkerd.io/control-plane-component": "identity", "linkerd.io/control-plane-ns": "linkerd"},
-        "annotations": dict(created_by)}, "data": {"ca-bundle.crt": pem}})
+        "name": "linkerd-identity-trust-roots", "namespace": "linkerd", "labels": labels,
+        "annotations": dict(config["metadata"]["annotations"])}, "data": {"ca-bundle.crt": pem}})
 
 
 def build_cluster(args):
-    cluster = Cluster()
-    cluster.kube_root_ca = open(args.kube_root_ca, encoding="utf-8").read()
+    cluster = Cluster(open(args.kube_root_ca, encoding="utf-8").read())
     for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
         cluster.namespace(name)
     linkerd_control_plane(cluster, args.linkerd_config)
     for obj in json.load(open(args.objects, encoding="utf-8")) if args.objects else []:
-        meta = obj["metadata"]
+        obj = copy.deepcopy(obj)
         if obj["kind"] == "Namespace":
-            cluster.namespace(meta["name"], annotations=meta.get("annotations"))
+            cluster.namespace(obj["metadata"]["name"], annotations=obj["metadata"].get("annotations"))
         elif obj["kind"] in ("Deployment", "ReplicaSet"):
-            cluster.workload(copy.deepcopy(obj))
+            cluster.workload(obj)
         else:
-            cluster.applied(copy.deepcopy(obj))
+            cluster.applied(obj)
     return cluster
 
 
@@ -247,26 +249,38 @@ def label_selector_matches(selector, labels):
         elif "=" in term:
             k, v = re.split("==?", term, maxsplit=1)
             ok = labels.get(k) == v
-        elif term.startswith("!"):
-            ok = term[1:] not in labels
         else:
-            ok = term in labels
+            ok = (term[1:] not in labels) if term.startswith("!") else (term in labels)
         if not ok:
             return False
     return True
 
 
 def field_selector_matches(selector, obj):
+    """`metadata.name` and `metadata.namespace` equality terms."""
+    meta = obj["metadata"]
+    have = {"metadata.name": meta["name"], "metadata.namespace": meta.get("namespace", "")}
     for term in filter(None, (selector or "").split(",")):
         k, v = re.split("==?", term, maxsplit=1)
-        ns = obj["metadata"].get("namespace", "")
-        have = {"metadata.name": obj["metadata"]["name"], "metadata.namespace": ns}.get(k)
-        if have != v:
+        if have.get(k) != v:
             return False
     return True
 
 
-# ---------------------------------------------------------------- HTTP
+# ---------------------------------------------------------------- discovery and paths
+
+
+def api_resource_list(group):
+    resources = []
+    for kind, (g, plural, singular, namespaced, short) in sorted(RESOURCES.items()):
+        if g == group:
+            r = {"name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind,
+                 "verbs": VERBS if namespaced else CLUSTER_VERBS}
+            resources.append(dict(r, shortNames=short) if short else r)
+            resources.append({"name": f"{plural}/status", "singularName": "", "namespaced": namespaced,
+                              "kind": kind, "verbs": ["get", "patch", "update"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/v1" if group else "v1",
+            "resources": resources}
 
 
 def discovery(path, port):
@@ -275,48 +289,41 @@ def discovery(path, port):
                 "gitTreeState": "clean", "buildDate": "2025-08-12T18:00:00Z", "goVersion": "go1.24.5",
                 "compiler": "gc", "platform": "linux/amd64"}
     if path == "/api":
-        return {"kind": "APIVersions", "versions": ["v1"],
-                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{port}"}]}
-    groups = sorted({g for g, *_ in RESOURCES.values() if g})
+        return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{port}"}]}
     if path == "/apis":
+        groups = sorted({g for g, *_ in RESOURCES.values() if g})
         return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
             {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
              "preferredVersion": {"groupVersion": f"{g}/v1", "version": "v1"}} for g in groups]}
     m = re.fullmatch(r"/api/v1|/apis/([^/]+)/v1", path)
-    if not m:
-        return None
-    group = m.group(1) or ""
-    resources = []
-    for kind, (g, _v, plural, singular, namespaced, short) in sorted(RESOURCES.items()):
-        if g != group:
-            continue
-        r = {"name": plural, "singularName": singular, "namespaced": namespaced, "kind": kind,
-             "verbs": VERBS if namespaced else CLUSTER_VERBS}
-        if short:
-            r["shortNames"] = short
-        resources.append(r)
-        resources.append({"name": f"{plural}/status", "singularName": "", "namespaced": namespaced,
-                          "kind": kind, "verbs": ["get", "patch", "update"]})
-    group_version = f"{group}/v1" if group else "v1"
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+    return api_resource_list(m.group(1) or "") if m else None
 
 
-PATH = re.compile(r"/api/v1|/apis/(?P<group>[^/]+)/v1")
+PREFIX = re.compile(r"/api/v1|/apis/(?P<group>[^/]+)/v1")
 TAIL = re.compile(r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?")
 
 
 def parse_resource_path(path):
     """(kind, namespace or None, name or None) of a resource path, or None. /api/v1/namespaces/<n>
     is the Namespace <n>; /api/v1/namespaces/<n>/configmaps the ConfigMaps of <n>."""
-    m = PATH.match(path)
+    m = PREFIX.match(path)
     t = m and TAIL.fullmatch(path[m.end():])
     if not t:
         return None
-    group = m.group("group") or ""
-    for kind, (g, _v, plural, *_rest) in RESOURCES.items():
-        if g == group and plural == t.group("plural"):
+    for kind, (group, plural, *_rest) in RESOURCES.items():
+        if group == (m.group("group") or "") and plural == t.group("plural"):
             return kind, t.group("ns"), t.group("name")
     return None
+
+
+def status_404(message, name=None, kind=None):
+    doc = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+           "reason": "NotFound", "code": 404}
+    return dict(doc, details={"name": name, "kind": kind}) if name else doc
+
+
+# ---------------------------------------------------------------- HTTP
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -335,11 +342,6 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def not_found(self, plural, name):
-        self.send_json(404, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                             "message": f'{plural} "{name}" not found', "reason": "NotFound",
-                             "details": {"name": name, "kind": plural}, "code": 404})
-
     def do_GET(self):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -352,36 +354,35 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_json(200, doc)
         target = parse_resource_path(url.path)
         if target is None:
-            return self.send_json(404, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                        "message": "the server could not find the requested resource",
-                                        "reason": "NotFound", "code": 404})
+            return self.send_json(404, status_404("the server could not find the requested resource"))
         kind, ns, name = target
         if name is not None:
             srv.count("get", url.path)
-            obj = srv.cluster.objects.get((kind, ns or "", name))
-            return self.send_json(200, obj) if obj else self.not_found(RESOURCES[kind][2], name)
+            return self.get(kind, ns, name)
         if query.get("watch") in ("true", "1"):
             srv.count("watch", url.path)
             return self.watch(kind, query)
         srv.count("list", url.path)
-        if srv.list_delay:
-            time.sleep(srv.list_delay)
+        time.sleep(srv.list_delay)
         return self.send_json(200, self.list_doc(kind, ns, query))
 
-    def selected(self, kind, ns, query):
-        for (k, n, _name), obj in sorted(self.server.cluster.objects.items()):
-            if k == kind and (ns is None or n == ns) \
-                    and label_selector_matches(query.get("labelSelector"), obj["metadata"].get("labels", {})) \
-                    and field_selector_matches(query.get("fieldSelector"), obj):
-                yield obj
+    def get(self, kind, ns, name):
+        obj = self.server.cluster.objects.get((kind, ns or "", name))
+        if obj:
+            return self.send_json(200, obj)
+        group, plural = RESOURCES[kind][0], RESOURCES[kind][1]
+        resource = f"{plural}.{group}" if group else plural
+        return self.send_json(404, status_404(f'{resource} "{name}" not found', name, plural))
 
     def list_doc(self, kind, ns, query):
         items = []
-        for obj in self.selected(kind, ns, query):
-            item = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-            items.append(item)
-        group, version = RESOURCES[kind][0], RESOURCES[kind][1]
-        return {"kind": f"{kind}List", "apiVersion": f"{group}/{version}" if group else version,
+        for (k, n, _name), obj in sorted(self.server.cluster.objects.items()):
+            labels = obj["metadata"].get("labels", {})
+            if k == kind and (ns is None or n == ns) \
+                    and label_selector_matches(query.get("labelSelector"), labels) \
+                    and field_selector_matches(query.get("fieldSelector"), obj):
+                items.append({key: v for key, v in obj.items() if key not in ("apiVersion", "kind")})
+        return {"kind": f"{kind}List", "apiVersion": api_version(kind),
                 "metadata": {"resourceVersion": str(self.server.cluster.rv)}, "items": items}
 
     def watch(self, kind, query):
@@ -395,25 +396,26 @@ class Handler(BaseHTTPRequestHandler):
         deadline = time.monotonic() + float(query.get("timeoutSeconds", 1800))
         bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
         next_bookmark = time.monotonic() + self.server.bookmark_interval
-        group, version = RESOURCES[kind][0], RESOURCES[kind][1]
         try:
             while time.monotonic() < deadline and not self.server.stopping.is_set():
                 if self.client_gone(1.0):
                     return
                 if bookmarks and time.monotonic() >= next_bookmark:
                     next_bookmark += self.server.bookmark_interval
-                    event = {"type": "BOOKMARK", "object": {
-                        "kind": kind, "apiVersion": f"{group}/{version}" if group else version,
-                        "metadata": {"resourceVersion": str(self.server.cluster.rv)}}}
-                    chunk = json.dumps(event, separators=(",", ":")).encode() + b"\n"
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    self.wfile.flush()
+                    self.bookmark(kind)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
             return
         finally:
             self.close_connection = True
+
+    def bookmark(self, kind):
+        event = {"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version(kind),
+                                                "metadata": {"resourceVersion": str(self.server.cluster.rv)}}}
+        chunk = json.dumps(event, separators=(",", ":")).encode() + b"\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        self.wfile.flush()
 
     def client_gone(self, timeout):
         readable, _, _ = select.select([self.connection], [], [], timeout)

@@ -2,7 +2,7 @@
 """Helpers of run.sh (Python 3 standard library only).
 
   harness.py policies OUT ID=MODULE=SETTINGS...   policy-server's policies file
-  harness.py answers WORK                         check the answers in WORK/answers, write WORK/answers.json
+  harness.py answers WORK                         check WORK/answers/*, write WORK/answers.json
   harness.py session RECORDED N OUT               a kwctl replay session: RECORDED's exchanges N times
   harness.py report WORK                          the Markdown of RESULTS.md, on stdout
 """
@@ -16,36 +16,36 @@ import re
 import statistics
 import sys
 
-# The policies of the rounds (run.sh's ids): ours with empty settings is `ours`, with
-# deploy/settings/<name>.yaml `ours-<name>`; OLD_POLICY's build the same with `old`.
+# run.sh's policy ids: ours with empty settings is `ours`, with deploy/settings/<name>.yaml
+# `ours-<name>`; OLD_POLICY's build the same with `old`.
 TRIVIAL, GET, CEILING, FLOOR = "trivial", "trivial-get", "ceiling", "floor"
 LABELS = {
-    "ours": "ours, empty settings",
     TRIVIAL: "trivial",
     GET: "trivial + Namespace get",
     CEILING: "ceiling: trivial + Namespace get + ConfigMap list",
     FLOOR: "floor",
 }
-SCENARIOS = {"typical": "typical Deployment pod", "skipped": "pod outside the mesh (namespace not annotated)",
-             "service": "Service"}
+SCENARIOS = {
+    "typical": "typical Deployment pod",
+    "skipped": "pod outside the mesh (namespace not annotated)",
+    "service": "Service",
+}
 
 
 def label(policy):
     if policy in LABELS:
         return LABELS[policy]
-    m = re.fullmatch(r"(ours|old)(?:-(.+))?", policy)
-    if m:
-        who = "ours" if m.group(1) == "ours" else "old (OLD_POLICY)"
-        return f"{who}, " + (f"`deploy/settings/{m.group(2)}.yaml`" if m.group(2) else "empty settings")
-    return policy
+    who, _, settings = policy.partition("-")
+    who = "ours" if who == "ours" else "old (OLD_POLICY)"
+    return f"{who}, " + (f"`deploy/settings/{settings}.yaml`" if settings else "empty settings")
 
 
 def rank(policy):
-    """ours, ours-*, old, old-*, then the calibration policies, in the order of the tables."""
+    """ours, ours-*, old, old-*, then the calibration policies: the order of the tables."""
     fixed = [TRIVIAL, GET, CEILING, FLOOR]
     if policy in fixed:
         return (2, fixed.index(policy), "")
-    return (0 if policy.startswith("ours") else 1, 0 if "-" not in policy else 1, policy)
+    return (0 if policy.startswith("ours") else 1, "-" in policy, policy)
 
 
 # ---------------------------------------------------------------- policies file
@@ -78,18 +78,19 @@ def leb128(data, i):
 
 
 def policies(out, entries):
-    """Each entry ID=MODULE=SETTINGS: the module's contextAwareResources, every host capability
+    """Each entry ID=MODULE=SETTINGS: the module's own contextAwareResources, every host capability
     (what the controller writes for a ClusterAdmissionPolicy), the settings file's text indented."""
     lines = []
     for entry in entries:
         pid, module, settings = entry.split("=", 2)
         resources = wasm_metadata(module).get("contextAwareResources", [])
-        text = open(settings, encoding="utf-8").read()
         lines += [f"{pid}:", f"  module: file://{os.path.abspath(module)}", "  allowedToMutate: true",
-                  f"  contextAwareResources: {json.dumps(resources)}", '  hostCapabilities: ["*"]', "  settings:"]
-        lines += ["    " + line for line in text.splitlines()]
+                  f"  contextAwareResources: {json.dumps(resources)}", '  hostCapabilities: ["*"]',
+                  "  settings:"]
+        lines += ["    " + line for line in open(settings, encoding="utf-8").read().splitlines()]
     with open(out, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
+    return 0
 
 
 # ---------------------------------------------------------------- answers
@@ -100,39 +101,46 @@ def read_answer(path):
     try:
         response = json.loads(raw)["response"]
     except (ValueError, KeyError):
-        return {"same_as": raw, "allowed": False, "message": raw.decode(errors="replace")[:300],
-                "patch": None}
+        text = raw.decode(errors="replace")[:300]
+        return {"same_as": raw, "allowed": False, "message": text, "patch": None}
     patch = base64.b64decode(response["patch"]) if response.get("patch") else None
     # policy-server writes auditAnnotations from a hash map, in a different key order each time:
-    # answers are compared as the decoded patch's bytes plus the rest of the response as JSON
+    # two answers are the same when the decoded patches are byte-identical and the rest is equal JSON
     rest = {k: v for k, v in response.items() if k != "patch"}
-    return {"same_as": (patch, rest), "allowed": response.get("allowed", False),
-            "message": (response.get("status") or {}).get("message", ""), "patch": patch}
+    message = (response.get("status") or {}).get("message", "")
+    return {"same_as": (patch, rest), "allowed": response.get("allowed", False), "message": message,
+            "patch": patch}
+
+
+def problem(policy, scenario, a):
+    if not a["allowed"]:
+        return f"{policy} rejected the {scenario} request: {a['message']}"
+    if policy == FLOOR:
+        return "the floor answered a patch" if a["patch"] else None
+    if scenario == "typical" and not a["patch"]:
+        return f"{policy} answered the typical pod without a patch"
+    if scenario == "typical" and policy.startswith(("ours", "old")) and b"linkerd-proxy" not in a["patch"]:
+        return f"{policy}'s patch of the typical pod has no linkerd-proxy"
+    return None
 
 
 def answers(work):
-    """Every answer allowed; ours injects the typical pod (a patch with the proxy) and the trivial
-    policies label it; the floor answers no patch; OLD_POLICY's answers are the same."""
-    found, problems = {}, []
+    """Every answer allowed; ours injects the typical pod (a patch with the proxy), the trivial
+    policies label it, the floor answers no patch; OLD_POLICY's answers are the same as ours."""
+    found = {}
     for path in sorted(glob.glob(os.path.join(work, "answers", "*.json"))):
-        policy, scenario = os.path.basename(path)[:-5].rsplit(".", 1)
-        a = read_answer(path)
-        found[(policy, scenario)] = a
-        if not a["allowed"]:
-            problems.append(f"{policy} rejected the {scenario} request: {a['message']}")
-        elif scenario == "typical" and policy != FLOOR and not a["patch"]:
-            problems.append(f"{policy} answered the typical pod without a patch")
-        elif scenario == "typical" and policy.startswith(("ours", "old")) and b"linkerd-proxy" not in a["patch"]:
-            problems.append(f"{policy}'s patch of the typical pod has no linkerd-proxy")
-        elif policy == FLOOR and a["patch"]:
-            problems.append("the floor answered a patch")
+        policy, scenario = os.path.basename(path)[:-len(".json")].rsplit(".", 1)
+        found[(policy, scenario)] = read_answer(path)
+    problems = [p for (policy, scenario), a in found.items() if (p := problem(policy, scenario, a))]
     summary = []
     for (policy, scenario), a in sorted(found.items()):
-        old = found.get((policy.replace("ours", "old", 1), scenario)) if policy.startswith("ours") else None
-        summary.append({"policy": policy, "scenario": scenario, "allowed": a["allowed"], "message": a["message"],
-                        "patch_bytes": len(a["patch"]) if a["patch"] else 0,
-                        "patch_sha256": hashlib.sha256(a["patch"]).hexdigest() if a["patch"] else "",
-                        "old_identical": None if old is None else old["same_as"] == a["same_as"]})
+        old = found.get(("old" + policy[len("ours"):], scenario)) if policy.startswith("ours") else None
+        summary.append({
+            "policy": policy, "scenario": scenario, "allowed": a["allowed"], "message": a["message"],
+            "patch_bytes": len(a["patch"] or b""),
+            "patch_sha256": hashlib.sha256(a["patch"]).hexdigest() if a["patch"] else "",
+            "old_identical": None if old is None else old["same_as"] == a["same_as"],
+        })
     with open(os.path.join(work, "answers.json"), "w", encoding="utf-8") as f:
         json.dump(summary, f, indent=1)
     for p in problems:
@@ -148,16 +156,11 @@ def answers(work):
 
 def session(recorded, n, out):
     """kwctl's replay pops one recorded exchange per host call and fails once they run out, so
-    the session repeats one admission's exchanges as often as kwctl bench will call validate."""
+    the session repeats one admission's exchanges as often as kwctl bench calls validate."""
     text = open(recorded, encoding="utf-8").read() if os.path.exists(recorded) else ""
-    if not text.strip() or text.strip() == "[]":
-        open(out, "w").close()
-        return 0
-    if not text.endswith("\n"):
-        text += "\n"
     with open(out, "w", encoding="utf-8") as f:
-        for _ in range(int(n)):
-            f.write(text)
+        if text.strip() not in ("", "[]"):
+            f.write((text if text.endswith("\n") else text + "\n") * int(n))
     return 0
 
 
@@ -165,22 +168,16 @@ def session(recorded, n, out):
 
 
 def kv_lines(path):
-    rows = []
-    if os.path.exists(path):
-        for line in open(path, encoding="utf-8"):
-            rows.append(dict(field.split("=", 1) for field in line.split()))
-    return rows
+    if not os.path.exists(path):
+        return []
+    return [dict(field.split("=", 1) for field in line.split()) for line in open(path, encoding="utf-8")]
 
 
 def ms(us):
-    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} µs"
+    return "-" if us is None else f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.0f} µs"
 
 
-def pct(part, whole):
-    return f"{100 * part / whole:.0f} %" if whole else "-"
-
-
-def fmt_ratio(x):
+def ratio(x):
     return "-" if x is None else f"{x:.2f}"
 
 
@@ -189,267 +186,260 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(out + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
 class Runs:
+    """runs.txt: one line per wrk run (round, pass, scenario, policy, rps, p50_us, p99_us, ...)."""
+
     def __init__(self, work):
         self.rows = kv_lines(os.path.join(work, "runs.txt"))
         self.rounds = sorted({int(r["round"]) for r in self.rows})
+        self.by_key = {(r["pass"], r["scenario"], r["policy"], int(r["round"])): r for r in self.rows}
 
-    def value(self, pass_, scenario, policy, rnd, key):
-        for r in self.rows:
-            if (r["pass"], r["scenario"], r["policy"], int(r["round"])) == (pass_, scenario, policy, rnd):
-                return float(r[key])
-        return None
+    def values(self, pass_, scenario, policy, key):
+        rows = [self.by_key.get((pass_, scenario, policy, rnd)) for rnd in self.rounds]
+        return [float(r[key]) if r else None for r in rows]
+
+    def ratios(self, pass_, scenario, a, b, key):
+        mine, theirs = self.values(pass_, scenario, a, key), self.values(pass_, scenario, b, key)
+        return [x / y if x is not None and y else None for x, y in zip(mine, theirs)]
 
     def steal(self, pass_, scenario, policy):
-        out = []
-        for rnd in self.rounds:
-            s, t = self.value(pass_, scenario, policy, rnd, "steal_ticks"), \
-                self.value(pass_, scenario, policy, rnd, "total_ticks")
-            out.append(pct(s, t) if t else "-")
-        return ", ".join(out)
+        steal = self.values(pass_, scenario, policy, "steal_ticks")
+        total = self.values(pass_, scenario, policy, "total_ticks")
+        return ", ".join(f"{100 * s / t:.0f} %" if t else "-" for s, t in zip(steal, total))
 
     def policies(self, pass_, scenario):
-        seen = []
-        for r in self.rows:
-            if r["pass"] == pass_ and r["scenario"] == scenario and r["policy"] not in seen:
-                seen.append(r["policy"])
-        return seen
-
-    def ratios(self, pass_, key, a, b):
-        out = []
-        for rnd in self.rounds:
-            x, y = self.value(pass_, "typical", a, rnd, key), self.value(pass_, "typical", b, rnd, key)
-            out.append(x / y if x is not None and y else None)
-        return out
-
-    def loads(self):
-        loads = [float(r["load"]) for r in self.rows if "load" in r]
-        return f"Load average (1 min) before the runs: {min(loads):.2f} to {max(loads):.2f}." if loads else ""
+        ids = {r["policy"] for r in self.rows if (r["pass"], r["scenario"]) == (pass_, scenario)}
+        return sorted(ids, key=rank)
 
     def errors(self):
         return sum(int(r["non2xx"]) + int(r["socket_errors"]) for r in self.rows)
 
+    def loads(self):
+        loads = [float(r["load"]) for r in self.rows]
+        if not loads:
+            return ""
+        return f" Load average (1 min) before the runs: {min(loads):.2f} to {max(loads):.2f}."
 
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
+
+def joined(xs, fmt):
+    return ", ".join(fmt(x) for x in xs)
 
 
 def throughput_section(runs):
-    ids = runs.policies("throughput", "typical")
     rows = []
-    for p in ids:
-        rps = [runs.value("throughput", "typical", p, r, "rps") for r in runs.rounds]
-        to_trivial = runs.ratios("throughput", "rps", p, TRIVIAL)
-        to_ceiling = runs.ratios("throughput", "rps", p, CEILING)
-        rows.append([label(p), ", ".join(f"{x:.0f}" for x in rps if x is not None), f"{median(rps):.0f}",
-                     ", ".join(fmt_ratio(x) for x in to_trivial), f"**{fmt_ratio(median(to_trivial))}**",
-                     ", ".join(fmt_ratio(x) for x in to_ceiling), f"**{fmt_ratio(median(to_ceiling))}**",
+    for p in runs.policies("throughput", "typical"):
+        rps = runs.values("throughput", "typical", p, "rps")
+        to_trivial = runs.ratios("throughput", "typical", p, TRIVIAL, "rps")
+        to_ceiling = runs.ratios("throughput", "typical", p, CEILING, "rps")
+        rows.append([label(p), joined(rps, lambda x: f"{x:.0f}"), f"{median(rps):.0f}",
+                     joined(to_trivial, ratio), f"**{ratio(median(to_trivial))}**",
+                     joined(to_ceiling, ratio), f"**{ratio(median(to_ceiling))}**",
                      runs.steal("throughput", "typical", p)])
-    head = ["policy", "req/s per round", "median", "/ trivial per round", "median",
-            "/ ceiling per round", "median", "steal per run"]
-    return table(head, rows)
+    return table(["policy", "req/s per round", "median", "/ trivial per round", "median",
+                  "/ ceiling per round", "median", "steal per run"], rows)
 
 
 def latency_section(runs):
-    ids = runs.policies("latency", "typical")
     rows = []
-    for p in ids:
-        p50 = [runs.value("latency", "typical", p, r, "p50_us") for r in runs.rounds]
-        p99 = [runs.value("latency", "typical", p, r, "p99_us") for r in runs.rounds]
-        to_ceiling = runs.ratios("latency", "p50_us", p, CEILING)
-        rows.append([label(p), ", ".join(ms(x) for x in p50 if x is not None), f"**{ms(median(p50))}**",
-                     ", ".join(ms(x) for x in p99 if x is not None), ms(median(p99)),
-                     fmt_ratio(median(to_ceiling)), runs.steal("latency", "typical", p)])
-    head = ["policy", "p50 per round", "median p50", "p99 per round", "median p99", "p50 / ceiling (median)",
-            "steal per run"]
-    return table(head, rows)
+    for p in runs.policies("latency", "typical"):
+        p50 = runs.values("latency", "typical", p, "p50_us")
+        p99 = runs.values("latency", "typical", p, "p99_us")
+        to_ceiling = runs.ratios("latency", "typical", p, CEILING, "p50_us")
+        rows.append([label(p), joined(p50, ms), f"**{ms(median(p50))}**", joined(p99, ms), ms(median(p99)),
+                     ratio(median(to_ceiling)), runs.steal("latency", "typical", p)])
+    return table(["policy", "p50 per round", "median p50", "p99 per round", "median p99",
+                  "p50 / ceiling (median)", "steal per run"], rows)
 
 
 def ratio_section(runs):
-    pairs = [("throughput", "rps", "ours", TRIVIAL), ("throughput", "rps", "ours", CEILING),
-             ("throughput", "rps", CEILING, TRIVIAL), ("throughput", "rps", FLOOR, TRIVIAL),
-             ("latency", "p50_us", "ours", CEILING), ("latency", "p50_us", "ours", TRIVIAL),
-             ("latency", "p50_us", CEILING, TRIVIAL), ("latency", "p50_us", FLOOR, TRIVIAL)]
     ours = [p for p in runs.policies("throughput", "typical") if p.startswith("ours-")]
-    pairs[2:2] = [("throughput", "rps", p, CEILING) for p in ours]
-    if "old" in runs.policies("throughput", "typical"):
-        pairs += [("throughput", "rps", "ours", "old"), ("latency", "p50_us", "ours", "old")]
+    pairs = [("throughput", "rps", "ours", TRIVIAL), ("throughput", "rps", "ours", CEILING)]
+    pairs += [("throughput", "rps", p, CEILING) for p in ours]
+    pairs += [("throughput", "rps", CEILING, TRIVIAL), ("throughput", "rps", FLOOR, TRIVIAL),
+              ("latency", "p50_us", "ours", CEILING), ("latency", "p50_us", "ours", TRIVIAL),
+              ("latency", "p50_us", CEILING, TRIVIAL), ("latency", "p50_us", FLOOR, TRIVIAL),
+              ("throughput", "rps", "ours", "old"), ("latency", "p50_us", "ours", "old")]
     rows = []
     for pass_, key, a, b in pairs:
-        rs = runs.ratios(pass_, key, a, b)
-        if all(x is None for x in rs):
-            continue
-        what = "throughput" if pass_ == "throughput" else "p50, one in flight"
-        rows.append([f"{what}: {a} / {b}"] + [fmt_ratio(x) for x in rs] + [f"**{fmt_ratio(median(rs))}**"])
-    head = ["ratio within the round"] + [f"round {r}" for r in runs.rounds] + ["median"]
-    return table(head, rows)
+        rs = runs.ratios(pass_, "typical", a, b, key)
+        if any(x is not None for x in rs):
+            what = "throughput" if pass_ == "throughput" else "p50, one in flight"
+            rows.append([f"{what}: {a} / {b}"] + [ratio(x) for x in rs] + [f"**{ratio(median(rs))}**"])
+    return table(["ratio within the round"] + [f"round {r}" for r in runs.rounds] + ["median"], rows)
 
 
 def scenario_section(runs):
-    def against(scenario, p, base):
-        mine = [runs.value("latency", scenario, p, r, "p50_us") for r in runs.rounds]
-        theirs = [runs.value("latency", scenario, base, r, "p50_us") for r in runs.rounds]
-        return fmt_ratio(median([x / y if x and y else None for x, y in zip(mine, theirs)]))
-
     rows = []
-    for scenario in ("typical", "skipped", "service"):
+    for scenario, title in SCENARIOS.items():
         for p in runs.policies("latency", scenario):
             if scenario == "typical" and p not in ("ours", "old", GET, FLOOR):
                 continue
-            p50 = [runs.value("latency", scenario, p, r, "p50_us") for r in runs.rounds]
-            rows.append([SCENARIOS[scenario], label(p), ", ".join(ms(x) for x in p50 if x is not None),
-                         f"**{ms(median(p50))}**", against(scenario, p, GET), against(scenario, p, FLOOR),
-                         runs.steal("latency", scenario, p)])
-    head = ["request", "policy", "p50 per round", "median", "/ trivial + Namespace get", "/ floor", "steal per run"]
-    return table(head, rows) + ("\n\nRatios are medians of the ratios within each round. The trivial policy "
-                                "decodes a Pod, so it answers a Service with an error: the Service is compared "
-                                "with the floor only.")
+            p50 = runs.values("latency", scenario, p, "p50_us")
+            to_get = median(runs.ratios("latency", scenario, p, GET, "p50_us"))
+            to_floor = median(runs.ratios("latency", scenario, p, FLOOR, "p50_us"))
+            rows.append([title, label(p), joined(p50, ms), f"**{ms(median(p50))}**", ratio(to_get),
+                         ratio(to_floor), runs.steal("latency", scenario, p)])
+    head = ["request", "policy", "p50 per round", "median", "/ trivial + Namespace get", "/ floor",
+            "steal per run"]
+    return table(head, rows) + (
+        "\n\nRatios are medians of the ratios within each round. The trivial policy decodes a Pod, so "
+        "it answers a Service with an error: the Service is compared with the floor only.")
+
+
+def answer_cell(a):
+    if not a["allowed"]:
+        what = f"rejected: {a['message']}"
+    elif a["patch_bytes"]:
+        what = f"patch {a['patch_bytes']:,} B `{a['patch_sha256'][:8]}`"
+    else:
+        what = "no patch"
+    return what + (" (**OLD_POLICY differs**)" if a["old_identical"] is False else "")
 
 
 def answers_section(work):
     path = os.path.join(work, "answers.json")
     if not os.path.exists(path):
         return "(no answers checked)"
-    cells, same, compared = {}, 0, 0
-    for a in json.load(open(path, encoding="utf-8")):
-        if not a["allowed"]:
-            what = f"rejected: {a['message']}"
-        elif a["patch_bytes"]:
-            what = f"patch {a['patch_bytes']:,} B `{a['patch_sha256'][:8]}`"
-        else:
-            what = "no patch"
-        if a["old_identical"] is not None:
-            compared += 1
-            same += a["old_identical"]
-            what += "" if a["old_identical"] else " (**OLD_POLICY differs**)"
-        cells.setdefault(a["policy"], {})[a["scenario"]] = what
+    found = json.load(open(path, encoding="utf-8"))
+    cells = {}
+    for a in found:
+        cells.setdefault(a["policy"], {})[a["scenario"]] = answer_cell(a)
     rows = [[label(p)] + [cells[p].get(s, "not asked") for s in SCENARIOS] for p in sorted(cells, key=rank)]
-    text = table(["policy"] + list(SCENARIOS.values()), rows)
-    text += ("\n\nEvery answer is checked before measuring (allowed; ours injects the typical pod, the trivial "
-             "policies label it, the floor answers no patch); a patch's sha256 is of the decoded JSON Patch.")
+    text = table(["policy"] + list(SCENARIOS.values()), rows) + (
+        "\n\nEvery answer is checked before measuring (allowed; ours injects the typical pod, the "
+        "trivial policies label it, the floor answers no patch); a patch's sha256 is of the decoded "
+        "JSON Patch.")
+    compared = [a["old_identical"] for a in found if a["old_identical"] is not None]
     if compared:
-        text += (f" OLD_POLICY against this build: {same} of {compared} answers identical (the decoded patch "
-                 "byte for byte, the rest of the response as JSON: policy-server orders auditAnnotations "
-                 "differently from one answer to the next).")
+        text += (f" OLD_POLICY against this build: {sum(compared)} of {len(compared)} answers the same "
+                 "(the decoded patch byte for byte, the rest of the response as JSON: policy-server "
+                 "orders `auditAnnotations` differently from one answer to the next).")
     return text
 
 
 def counts_section(work):
     out = []
-    for name, title in (("counts.json", "measurement"), ("slow-counts.json", "slow API (LIST_DELAY)")):
+    for name, title in (("counts.json", "policy-server during the answers and the rounds"),
+                        ("slow-counts.json", "the slow API server run (LIST_DELAY)")):
         path = os.path.join(work, name)
-        if not os.path.exists(path):
-            continue
-        c = json.load(open(path, encoding="utf-8"))
-        rows = [[k, v] for k, v in c["paths"].items()]
-        out.append(f"Fake API server, {title}: GET {c['get']}, LIST {c['list']}, WATCH {c['watch']}, "
-                   f"discovery {c['discovery']}.\n\n" + table(["request", "count"], rows))
-    return "\n\n".join(out) or "(no counts)"
+        if os.path.exists(path):
+            c = json.load(open(path, encoding="utf-8"))
+            out.append(f"{title}: GET {c['get']}, LIST {c['list']}, WATCH {c['watch']}, discovery "
+                       f"{c['discovery']}.\n\n" + table(["request", "count"], list(c["paths"].items())))
+    if not out:
+        return "(no counts)"
+    return "\n\n".join(out) + (
+        "\n\npolicy-server caches a `get_resource` answer for 5 s and serves "
+        "`list_resources_by_namespace` from a reflector (one LIST, then a WATCH that kube-rs renews "
+        "every 290 s).")
 
 
 UNITS = {"ns": 1e-3, "µs": 1.0, "us": 1.0, "ms": 1e3, "s": 1e6}
 
 
 def parse_time(text):
-    m = re.match(r"([\d.]+)\s*(ns|µs|us|ms|s)", text)
+    m = re.match(r"([\d.]+)\s*(ns|µs|us|ms|s)\b", text)
     return float(m.group(1)) * UNITS[m.group(2)] if m else None
 
 
+def kwctl_row(work, policy):
+    base = os.path.join(work, "kwctl", policy)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", open(base + ".bench.txt", encoding="utf-8", errors="replace").read())
+    block = text[text.rfind("validate ["):] if "validate [" in text else ""
+    med = re.search(r"med = (\S+),", block)
+    mean = re.search(r"\[\S+ (\S+) \S+\] \(sample", block)
+    iterations = re.search(r"validate \[(.+?) iterations", block)
+    calls = open(base + ".calls", encoding="utf-8").read().strip() if os.path.exists(base + ".calls") else "?"
+    if os.path.exists(base + ".ran-out") or not med:  # the failure path was timed, or nothing
+        return [label(policy), "failed", "-", "-", calls]
+    return [label(policy), f"**{ms(parse_time(med.group(1)))}**", ms(parse_time(mean.group(1))),
+            iterations.group(1), calls]
+
+
 def kwctl_section(work):
-    rows = []
-    for policy in open(os.path.join(work, "measured.txt"), encoding="utf-8").read().split():
-        path = os.path.join(work, "kwctl", f"{policy}.bench.txt")
-        if not os.path.exists(path):
-            continue
-        text = re.sub(r"\x1b\[[0-9;]*m", "", open(path, encoding="utf-8", errors="replace").read())
-        block = text[text.rfind("validate ["):] if "validate [" in text else ""
-        med = re.search(r"med = ([\d.]+\s*\S+?),", block)
-        mean = re.search(r"\[\S+ ([\d.]+\s*\S+) \S+\] \(sample", block)
-        iters = re.search(r"validate \[(.+?) iterations", block)
-        calls = open(path.replace(".bench.txt", ".calls"), encoding="utf-8").read().strip() \
-            if os.path.exists(path.replace(".bench.txt", ".calls")) else "?"
-        if os.path.exists(path.replace(".bench.txt", ".ran-out")):
-            med = None  # the replay session ran out: the failure path was timed
-        rows.append([label(policy), f"**{ms(parse_time(med.group(1)))}**" if med else "failed",
-                     ms(parse_time(mean.group(1))) if mean else "-", iters.group(1) if iters else "-", calls])
+    ids = open(os.path.join(work, "measured.txt"), encoding="utf-8").read().split()
+    rows = [kwctl_row(work, p) for p in ids if os.path.exists(os.path.join(work, "kwctl", f"{p}.bench.txt"))]
     if not rows:
         return "(kwctl bench not run)"
-    return table(["module (settings)", "median validate", "mean", "iterations", "host calls per admission"], rows)
+    head = ["module (settings)", "median validate", "mean", "iterations", "host calls per admission"]
+    return table(head, rows) + (
+        "\n\nMedian of tiny-bench's 100 per-sample means (samples of 1 to 100 `validate` calls, after one "
+        "warm-up call); host calls as `kwctl run --record-host-capabilities-interactions` recorded them "
+        "against the fake API, replayed.")
 
 
 def slow_section(work):
-    rows = kv_lines(os.path.join(work, "slow.txt"))
-    if not rows:
-        return None
-    out = []
-    for r in rows:
+    rows = []
+    for r in kv_lines(os.path.join(work, "slow.txt")):
         a = read_answer(os.path.join(work, "slow", f"{r['n']}.json"))
-        if a["allowed"]:
-            answer = f"allowed, patch {len(a['patch']):,} B" if a["patch"] else "allowed, no patch"
-        else:
+        if not a["allowed"]:
             answer = f"rejected: {a['message']}"
-        out.append([r["n"], ms(float(r["seconds"]) * 1e6), answer])
-    return table(["admission after readiness", "latency", "answer"], out)
+        else:
+            answer = f"allowed, patch {len(a['patch']):,} B" if a["patch"] else "allowed, no patch"
+        rows.append([r["n"], ms(float(r["seconds"]) * 1e6), answer])
+    return table(["admission after readiness", "latency", "answer"], rows) if rows else None
 
 
 def modules_section(work):
+    """modules.txt: name, path, bytes, sha256 and annotated sha256, taken when run.sh annotated them."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(work)))
     rows = []
     for line in open(os.path.join(work, "modules.txt"), encoding="utf-8"):
-        name, raw, annotated = line.split()
-        rows.append([name, f"`{os.path.relpath(raw, os.path.dirname(os.path.dirname(work)))}`",
-                     f"{os.path.getsize(raw):,}", f"`{sha256(raw)}`", f"`{sha256(annotated)[:16]}…`"])
+        name, raw, size, digest, annotated = line.split()
+        where = os.path.relpath(raw, root) if raw.startswith(root + os.sep) else raw
+        rows.append([name, f"`{where}`", f"{int(size):,}", f"`{digest}`", f"`{annotated[:16]}…`"])
     return table(["module", "file", "bytes", "sha256", "annotated sha256"], rows)
 
 
-def sha256(path):
-    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+def header(meta, runs):
+    return (
+        f"Generated by `make bench-kubewarden` (benches/kubewarden/run.sh) from {meta['started']} to "
+        f"{meta['finished']}. Machine: {meta['cpu']}, {meta['cores']} cores; load average at the start "
+        f"{meta['load']}; CPU steal over the whole run {meta['steal']}. policy-server {meta['ps_version']}, "
+        f"kwctl {meta['kwctl_version']}, {meta['wrk_version']}. {len(runs.rounds)} interleaved rounds of "
+        f"{meta['duration']} s per run (order reversed every other round, {meta['pause']} s pause before "
+        "each run), policy-server `--workers 2`, requests from benches/kubewarden/requests. The ceiling is "
+        "the trivial policy with the injected pod's two host calls (`{\"lookup\": true, \"listConfigMaps\": "
+        f"\"linkerd\"}}`). Errors (non-2xx and socket errors) over all runs: {runs.errors()}.{runs.loads()}")
 
 
 def report(work):
-    meta = dict(line.rstrip("\n").split("=", 1) for line in open(os.path.join(work, "meta.txt"), encoding="utf-8"))
+    lines = open(os.path.join(work, "meta.txt"), encoding="utf-8").read().splitlines()
+    meta = dict(line.split("=", 1) for line in lines)
     runs = Runs(work)
-    s = [f"## policy-server and `kwctl bench` ({meta['started']})", "",
-         f"Generated by `make bench-kubewarden` (benches/kubewarden/run.sh) from {meta['started']} to "
-         f"{meta['finished']}. Machine: {meta['cpu']}, {meta['cores']} cores; load average at the start "
-         f"{meta['load']}; CPU steal over the whole run {meta['steal']}. policy-server {meta['ps_version']}, "
-         f"kwctl {meta['kwctl_version']}, {meta['wrk_version']}. {len(runs.rounds)} interleaved rounds of "
-         f"{meta['duration']} s (order reversed every other round, {meta['pause']} s pause before each run), "
-         f"policy-server `--workers 2`; requests: benches/kubewarden/requests; the ceiling is the trivial policy "
-         f"with the injected pod's two host calls (`{{\"lookup\": true, \"listConfigMaps\": \"linkerd\"}}`). "
-         f"Errors (non-2xx and socket errors) over all runs: {runs.errors()}. {runs.loads()}", "",
+    s = [f"## policy-server and `kwctl bench` ({meta['started']})", "", header(meta, runs), "",
          "### Modules", "", modules_section(work), ""]
     if runs.rows:
         s += ["### Throughput, typical pod (`wrk -t2 -c8`)", "", throughput_section(runs), "",
-              "### One request in flight, typical pod (`wrk -t1 -c1 --latency`)", "", latency_section(runs), "",
-              "### Ratios within each round", "", ratio_section(runs), "",
+              "### One request in flight, typical pod (`wrk -t1 -c1 --latency`)", "", latency_section(runs),
+              "", "### Ratios within each round", "", ratio_section(runs), "",
               "### Other requests, one request in flight", "", scenario_section(runs), ""]
     s += ["### `kwctl bench` (typical pod, replayed host calls)", "", kwctl_section(work), "",
           "### Answers", "", answers_section(work), "",
           "### Fake API server requests", "", counts_section(work), ""]
     slow = slow_section(work)
     if slow:
-        s += [f"### Slow API server: LIST answers after {meta.get('list_delay')} s, policy-server just restarted",
-              "", "Pod admissions (typical pod, `ours`) sent one after another right after readiness:", "", slow, ""]
-    s += ["### Commands", "", "```sh", open(os.path.join(work, "commands.txt"), encoding="utf-8").read().rstrip(),
-          "```", ""]
+        s += [f"### Slow API server: LIST answers after {meta['list_delay']} s, policy-server just restarted",
+              "", "Typical pod admissions to `ours`, one after another, right after readiness "
+              "(policy-server's default `--policy-timeout` of 2 s):", "", slow, ""]
+    commands = open(os.path.join(work, "commands.txt"), encoding="utf-8").read().rstrip()
+    s += ["### Commands", "", "```sh", commands, "```", ""]
     sys.stdout.write("\n".join(s))
     return 0
 
 
 def main(argv):
-    cmd, args = argv[1], argv[2:]
-    if cmd == "policies":
-        return policies(args[0], args[1:]) or 0
-    if cmd == "answers":
-        return answers(args[0])
-    if cmd == "session":
-        return session(*args)
-    if cmd == "report":
-        return report(args[0])
-    print(__doc__, file=sys.stderr)
-    return 2
+    commands = {"policies": lambda a: policies(a[0], a[1:]), "answers": lambda a: answers(a[0]),
+                "session": lambda a: session(*a), "report": lambda a: report(a[0])}
+    if len(argv) < 3 or argv[1] not in commands:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return commands[argv[1]](argv[2:])
 
 
 if __name__ == "__main__":

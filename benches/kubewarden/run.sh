@@ -50,16 +50,21 @@ prerequisites() {
 
 # --- modules, settings, policies -----------------------------------------------------------
 
-# name, raw module, metadata: annotated into $WORK/<name>.wasm (policy-server loads annotated modules)
+# name, raw module, metadata: annotated into $WORK/<name>.wasm (policy-server loads annotated
+# modules). The raw module's sha256 is taken now: a build may replace it while the rounds run.
 annotate() {
   "$KWCTL" annotate -m "$3" -o "$WORK/$1.wasm" "$2" >/dev/null
-  echo "$1 $2 $WORK/$1.wasm" >>"$WORK/modules.txt"
+  local raw annotated
+  raw=$(sha256sum <"$2" | cut -d' ' -f1)
+  annotated=$(sha256sum <"$WORK/$1.wasm" | cut -d' ' -f1)
+  echo "$1 $2 $(stat -c %s "$2") $raw $annotated" >>"$WORK/modules.txt"
 }
 
 prepare_modules() {
   annotate ours "$ROOT/policy.wasm" "$ROOT/policy.yaml"
   [[ -z $OLD_POLICY ]] || annotate old "$OLD_POLICY" "$ROOT/policy.yaml"
-  annotate trivial "$ROOT/target/wasm32-wasip1/release/trivial_policy.wasm" "$ROOT/benches/trivial-policy/metadata.yml"
+  annotate trivial "$ROOT/target/wasm32-wasip1/release/trivial_policy.wasm" \
+    "$ROOT/benches/trivial-policy/metadata.yml"
   annotate floor "$ROOT/target/wasm32-wasip1/release/floor_policy.wasm" "$HERE/floor-metadata.yml"
 }
 
@@ -117,7 +122,8 @@ start_fake_api() { # LIST delay (s)
     --kube-root-ca "$HERE/kube-root-ca.crt" --objects "$REQUESTS/cluster.json" --list-delay "$1" \
     2>>"$WORK/fake-api.log" &
   API_PID=$!
-  wait_for 20 "$API_PID" test -s "$WORK/api.port" || fail "the fake API server did not start" "$WORK/fake-api.log"
+  wait_for 20 "$API_PID" test -s "$WORK/api.port" ||
+    fail "the fake API server did not start" "$WORK/fake-api.log"
   cat >"$WORK/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -141,9 +147,10 @@ start_policy_server() {
   PS_PORT=$(free_port)
   local ready_port
   ready_port=$(free_port)
-  PS_CMD=(env KUBECONFIG="$WORK/kubeconfig" "$POLICY_SERVER" --addr 127.0.0.1 --port "$PS_PORT" --readiness-probe-port "$ready_port"
-    --workers 2 --policies "$WORK/policies.yml" --policies-download-dir "$WORK/downloads"
-    --sigstore-cache-dir "$WORK/sigstore" --log-level warn --log-no-color)
+  PS_CMD=(env KUBECONFIG="$WORK/kubeconfig" "$POLICY_SERVER" --addr 127.0.0.1 --port "$PS_PORT"
+    --readiness-probe-port "$ready_port" --workers 2 --policies "$WORK/policies.yml"
+    --policies-download-dir "$WORK/downloads" --sigstore-cache-dir "$WORK/sigstore"
+    --log-level warn --log-no-color)
   mkdir -p "$WORK/downloads"
   "${PS_CMD[@]}" >>"$WORK/policy-server.log" 2>&1 &
   PS_PID=$!
@@ -202,8 +209,8 @@ run_wrk() { # round, pass, request, policy, threads, connections
     "http://127.0.0.1:$PS_PORT/validate/$4")
   read -r s1 t1 < <(cpu_ticks)
   out=$(grep '^RESULT ' <<<"$out")
-  echo "round=$1 pass=$2 scenario=$3 policy=$4 ${out#RESULT } steal_ticks=$((s1 - s0)) total_ticks=$((t1 - t0)) load=$load" \
-    | tee -a "$WORK/runs.txt" >&2
+  out="round=$1 pass=$2 scenario=$3 policy=$4 ${out#RESULT } load=$load"
+  echo "$out steal_ticks=$((s1 - s0)) total_ticks=$((t1 - t0))" | tee -a "$WORK/runs.txt" >&2
 }
 
 in_order() { # round, words: the words, reversed in even rounds
@@ -229,15 +236,17 @@ rounds() {
 # leftovers at exit: no warning means the session ran out and the figure is not valid).
 kwctl_bench() { # id, module, settings
   local base=$WORK/kwctl/$1 session=$WORK/kwctl/session.yml replay=()
-  KUBECONFIG=$WORK/kubeconfig "$KWCTL" run --allow-context-aware --request-path "$REQUESTS/typical.json" \
-    --settings-path "$3" --record-host-capabilities-interactions "$base.recorded.yml" "$WORK/$2.wasm" \
+  KUBECONFIG=$WORK/kubeconfig "$KWCTL" run --allow-context-aware \
+    --request-path "$REQUESTS/typical.json" --settings-path "$3" \
+    --record-host-capabilities-interactions "$base.recorded.yml" "$WORK/$2.wasm" \
     >"$base.run.json" 2>"$base.run.log"
   grep -c '^- type: Exchange' "$base.recorded.yml" >"$base.calls" || true
   python3 "$HERE/harness.py" session "$base.recorded.yml" "$KWCTL_ADMISSIONS" "$session"
   [[ ! -s $session ]] || replay=(--replay-host-capabilities-interactions "$session")
-  KUBECONFIG=$WORK/kubeconfig "$KWCTL" bench --allow-context-aware "${replay[@]}" --warm-up-time 0 --measurement-time 0 \
-    --request-path "$REQUESTS/typical.json" --settings-path "$3" "$WORK/$2.wasm" \
-    >"$base.bench.txt" 2>"$base.bench.log" || echo "bench-kubewarden: kwctl bench $1 failed" >&2
+  KUBECONFIG=$WORK/kubeconfig "$KWCTL" bench --allow-context-aware "${replay[@]}" \
+    --warm-up-time 0 --measurement-time 0 --request-path "$REQUESTS/typical.json" \
+    --settings-path "$3" "$WORK/$2.wasm" >"$base.bench.txt" 2>"$base.bench.log" ||
+    echo "bench-kubewarden: kwctl bench $1 failed" >&2
   if ((${#replay[@]})) && ! grep -q 'have not been replayed' "$base.bench.log"; then
     echo "bench-kubewarden: kwctl bench $1 ran out of replayed answers" | tee "$base.ran-out" >&2
   fi
@@ -301,10 +310,15 @@ finish() {
     echo "# $(basename "$0") ran these (ports chosen at run time):"
     printf '%q ' "${PS_CMD[@]}"
     echo
-    echo "BODY_FILE=benches/kubewarden/requests/typical.json wrk -t2 -c8 -d${DURATION}s --latency -s benches/kubewarden/post.lua http://127.0.0.1:\$PORT/validate/\$POLICY"
-    echo "BODY_FILE=benches/kubewarden/requests/\$REQUEST.json wrk -t1 -c1 -d${DURATION}s --latency -s benches/kubewarden/post.lua http://127.0.0.1:\$PORT/validate/\$POLICY"
-    echo "KUBECONFIG=$WORK/kubeconfig $KWCTL run --allow-context-aware --request-path benches/kubewarden/requests/typical.json --settings-path \$SETTINGS --record-host-capabilities-interactions \$RECORDED \$MODULE"
-    echo "KUBECONFIG=$WORK/kubeconfig $KWCTL bench --allow-context-aware --replay-host-capabilities-interactions \$RECORDED_x$KWCTL_ADMISSIONS --warm-up-time 0 --measurement-time 0 --request-path benches/kubewarden/requests/typical.json --settings-path \$SETTINGS \$MODULE"
+    local req=benches/kubewarden/requests lua=benches/kubewarden/post.lua
+    local url="http://127.0.0.1:\$PORT/validate/\$POLICY"
+    echo "BODY_FILE=$req/typical.json wrk -t2 -c8 -d${DURATION}s --latency -s $lua $url"
+    echo "BODY_FILE=$req/\$REQUEST.json wrk -t1 -c1 -d${DURATION}s --latency -s $lua $url"
+    echo "KUBECONFIG=$WORK/kubeconfig $KWCTL run --allow-context-aware --request-path $req/typical.json" \
+      "--settings-path \$SETTINGS --record-host-capabilities-interactions \$RECORDED \$MODULE"
+    echo "KUBECONFIG=$WORK/kubeconfig $KWCTL bench --allow-context-aware" \
+      "--replay-host-capabilities-interactions \$RECORDED_x$KWCTL_ADMISSIONS --warm-up-time 0" \
+      "--measurement-time 0 --request-path $req/typical.json --settings-path \$SETTINGS \$MODULE"
   } | sed "s#$ROOT/##g" >"$WORK/commands.txt"
   python3 "$HERE/harness.py" report "$WORK" >"$HERE/RESULTS.md"
   echo "bench-kubewarden: wrote benches/kubewarden/RESULTS.md" >&2
@@ -322,8 +336,9 @@ main() {
   start_policy_server
   check_answers
   ((ROUNDS == 0)) || rounds
-  ((KWCTL_BENCH == 0)) || kwctl_benches
+  # policy-server's requests only: kwctl run's recordings below reach the same fake API
   curl -sS "http://127.0.0.1:$(<"$WORK/api.port")/_counts" >"$WORK/counts.json"
+  ((KWCTL_BENCH == 0)) || kwctl_benches
   [[ -z $LIST_DELAY ]] || slow_api
   finish
 }
