@@ -56,3 +56,19 @@ pub fn write_calibration(
     w.push('\n');
     Ok(())
 }
+
+/// A Markdown document one heading level deeper, to sit under this section's headings (lines in
+/// fenced code blocks are left as they are).
+pub fn nested(markdown: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::with_capacity(markdown.len() + 64);
+    for line in markdown.lines() {
+        fenced ^= line.starts_with("```");
+        if !fenced && line.starts_with('#') {
+            out.push('#');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}

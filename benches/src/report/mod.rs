@@ -30,6 +30,8 @@ pub struct Texts {
     pub notes: Option<String>,
     /// benches/policy-server.md, the figures the calibration row compares with.
     pub policy_server: Option<String>,
+    /// benches/kubewarden/RESULTS.md, the last `make bench-kubewarden` run, after them.
+    pub kubewarden: Option<String>,
 }
 
 pub fn write_report(run: &Run, m: &Measurements, texts: &Texts) -> String {
@@ -43,6 +45,10 @@ fn write_sections(w: &mut String, run: &Run, m: &Measurements, texts: &Texts) ->
     header::write_header(w, run.command, &m.machine, &m.load_end)?;
     targets::write_targets(w, m)?;
     calibration::write_calibration(w, run.workers, &m.calibration, texts.policy_server.as_deref())?;
+    if let Some(results) = &texts.kubewarden {
+        w.push_str(&calibration::nested(results));
+        w.push('\n');
+    }
     admission::write_admissions(w, &m.admissions, m.oz.as_ref())?;
     admission::write_phases(w, &m.phases_ours, &m.phases_floor)?;
     growth::write_growth(w, &m.series)?;
