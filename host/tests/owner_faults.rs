@@ -24,6 +24,7 @@ use injector_host::protocol::response::AdmissionResponseStatus;
 use injector_host::runtime::callback::HostContext;
 use injector_host::{AdmissionResponse, ClusterState};
 use policy_support::*;
+use rstest::rstest;
 use serde_json::{Value, json};
 
 const NS: &str = "emojivoto";
@@ -252,87 +253,93 @@ fn replicaset_owner_via_lookup() {
     assert_eq!(stats(&host, NS_KEY), rs_stats(1, 1, 0));
 }
 
-#[test]
-fn slow_replicaset_lookup_still_resolves_by_lookup() {
-    let host = cluster_host(context(), faults(&["ReplicaSet=latency:30"]));
-    let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: "deployment/web (owner lookup)".into(),
-            warnings: vec![],
-        },
-    );
-    assert_eq!(stats(&host, RS_KEY), rs_stats(1, 0, 0));
+/// How a ReplicaSet pod's owner was resolved, as its admission must show it.
+enum Owner {
+    /// `deployment/web` by a lookup that answered first time.
+    Lookup,
+    /// `deployment/web` by the uncached retry after this error.
+    Uncached(String),
+    /// `deployment/web` by the pod-template-hash rule after this error.
+    HashRule(String),
+    /// Linkerd's fallback, `replicaset/<RS>`, after this error.
+    Fallback(String),
+}
+
+impl Owner {
+    fn expect(&self) -> Expect<'static> {
+        let deployment = Some(("linkerd.io/proxy-deployment", "web"));
+        match self {
+            Owner::Lookup => Expect {
+                label: deployment,
+                audit_owner: "deployment/web (owner lookup)".into(),
+                warnings: vec![],
+            },
+            Owner::Uncached(error) => Expect {
+                label: deployment,
+                audit_owner: format!("deployment/web (uncached owner lookup after: {error})"),
+                warnings: vec![],
+            },
+            Owner::HashRule(error) => Expect {
+                label: deployment,
+                audit_owner: format!("deployment/web (pod-template-hash naming rule after: {error})"),
+                warnings: vec![hash_rule_warning(error)],
+            },
+            Owner::Fallback(error) => Expect {
+                label: Some(("linkerd.io/proxy-replicaset", RS)),
+                audit_owner: format!("replicaset/{RS} (fallback to the direct owner after: {error})"),
+                warnings: vec![format!(
+                    "owner of this pod resolved by fallback to the direct owner after: {error}: labelled linkerd.io/proxy-replicaset={RS}"
+                )],
+            },
+        }
+    }
+}
+
+/// One ReplicaSet pod's admission under a fault of its ReplicaSet lookup: the owner it is
+/// labelled with, and the ReplicaSet lookups made, cached and failed. An error is retried once
+/// uncached; a pod whose hash label does not match its ReplicaSet's name takes the lookup even
+/// under the default `templateHash`, with the same answers.
+#[rstest]
+#[case::slow_lookup_still_resolves(&["ReplicaSet=latency:30"], HASH, inline_settings(), Owner::Lookup, (1, 0, 0))]
+#[case::error_falls_back_to_the_hash_rule(&["ReplicaSet=error"], HASH, inline_settings(),
+    Owner::HashRule(rs_fault()), (2, 0, 2))]
+#[case::custom_error_carried_into_the_warning(
+    &["ReplicaSet/emojivoto/web-5d8f9c7b4=error:etcdserver: request timed out"], HASH, inline_settings(),
+    Owner::HashRule(failed_lookup(&format!("ReplicaSet {NS}/{RS}"), "etcdserver: request timed out")), (2, 0, 2))]
+#[case::hash_mismatch_falls_back_to_the_replicaset(&["ReplicaSet=error"], "0000000000", inline_settings(),
+    Owner::Fallback(rs_fault()), (2, 0, 2))]
+#[case::default_looks_up_a_hash_mismatch(&["ReplicaSet=error"], "0000000000", default_resolution_settings(),
+    Owner::Fallback(rs_fault()), (2, 0, 2))]
+#[case::default_retries_a_hash_mismatch_uncached(&["ReplicaSet=fail-first:1"], "0000000000",
+    default_resolution_settings(), Owner::Uncached(rs_fault()), (2, 0, 1))]
+#[case::fail_first_resolved_by_the_uncached_retry(&["ReplicaSet=fail-first:1"], HASH, inline_settings(),
+    Owner::Uncached(rs_fault()), (2, 0, 1))]
+fn replicaset_owner_under_a_fault(
+    #[case] fault_rules: &[&str],
+    #[case] hash: &str,
+    #[case] settings: Value,
+    #[case] owner: Owner,
+    #[case] lookups: (u64, u64, u64),
+) {
+    let host = cluster_host(context(), faults(fault_rules));
+    let (resp, pod) = admit(&host, &rs_pod(RS, hash), settings);
+    assert_injected(&resp, &pod, &owner.expect());
+    let (made, cached, failed) = lookups;
+    assert_eq!(stats(&host, RS_KEY), rs_stats(made, cached, failed));
 }
 
 #[test]
 fn fail_first_is_resolved_by_the_uncached_retry() {
     let host = cluster_host(context(), faults(&["ReplicaSet=fail-first:1"]));
     let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: format!("deployment/web (uncached owner lookup after: {})", rs_fault()),
-            warnings: vec![],
-        },
-    );
+    assert_injected(&resp, &pod, &Owner::Uncached(rs_fault()).expect());
     assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 1));
 
     // the retry bypassed the cache (disable_cache): nothing was cached by it, so the next
     // admission's cached lookup reaches the cluster again
     let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: "deployment/web (owner lookup)".into(),
-            warnings: vec![],
-        },
-    );
+    assert_injected(&resp, &pod, &Owner::Lookup.expect());
     assert_eq!(stats(&host, RS_KEY), rs_stats(3, 0, 1));
-}
-
-#[test]
-fn errors_fall_back_to_the_pod_template_hash_rule() {
-    let host = cluster_host(context(), faults(&["ReplicaSet=error"]));
-    let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
-    let error = rs_fault();
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: format!("deployment/web (pod-template-hash naming rule after: {error})"),
-            warnings: vec![hash_rule_warning(&error)],
-        },
-    );
-    assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 2), "error → one retry");
-}
-
-#[test]
-fn custom_error_message_is_carried_into_the_warning() {
-    let host = cluster_host(
-        context(),
-        faults(&["ReplicaSet/emojivoto/web-5d8f9c7b4=error:etcdserver: request timed out"]),
-    );
-    let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
-    let error = failed_lookup(&format!("ReplicaSet {NS}/{RS}"), "etcdserver: request timed out");
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: format!("deployment/web (pod-template-hash naming rule after: {error})"),
-            warnings: vec![hash_rule_warning(&error)],
-        },
-    );
-    assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 2));
 }
 
 #[test]
@@ -350,15 +357,7 @@ fn not_found_is_final_and_falls_back_to_the_hash_rule() {
         (cluster_host(without_rs, FaultPlan::new()), "context"),
     ] {
         let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
-        assert_injected(
-            &resp,
-            &pod,
-            &Expect {
-                label: Some(("linkerd.io/proxy-deployment", "web")),
-                audit_owner: format!("deployment/web (pod-template-hash naming rule after: {error})"),
-                warnings: vec![hash_rule_warning(&error)],
-            },
-        );
+        assert_injected(&resp, &pod, &Owner::HashRule(error.clone()).expect());
         assert_eq!(
             stats(&host, RS_KEY),
             rs_stats(1, 0, 1),
@@ -377,36 +376,9 @@ fn malformed_answers_are_errors_retried_once() {
         .unwrap_err()
         .to_string();
     let error = format!("lookup of ReplicaSet {NS}/{RS}: malformed answer: {parse_error}");
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: format!("deployment/web (pod-template-hash naming rule after: {error})"),
-            warnings: vec![hash_rule_warning(&error)],
-        },
-    );
+    assert_injected(&resp, &pod, &Owner::HashRule(error).expect());
     // a malformed answer is an answer for the host (not counted failed), an error for the policy
     assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 0));
-}
-
-#[test]
-fn hash_label_mismatch_falls_back_to_the_replicaset() {
-    let host = cluster_host(context(), faults(&["ReplicaSet=error"]));
-    let (resp, pod) = admit(&host, &rs_pod(RS, "0000000000"), inline_settings());
-    let error = rs_fault();
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-replicaset", RS)),
-            audit_owner: format!("replicaset/{RS} (fallback to the direct owner after: {error})"),
-            warnings: vec![format!(
-                "owner of this pod resolved by fallback to the direct owner after: {error}: labelled linkerd.io/proxy-replicaset={RS}"
-            )],
-        },
-    );
-    assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 2));
 }
 
 #[test]
@@ -427,39 +399,6 @@ fn template_hash_default_resolves_without_the_replicaset_lookup() {
         assert_eq!(stats(&host, RS_KEY), rs_stats(0, 0, 0), "{fault:?}");
         assert_eq!(stats(&host, NS_KEY), rs_stats(1, 0, 0), "{fault:?}");
     }
-}
-
-#[test]
-fn template_hash_default_looks_up_when_the_name_does_not_end_in_the_hash() {
-    // the same faults, the same answers and the same lookups as with `ownerResolution: lookup`
-    let host = cluster_host(context(), faults(&["ReplicaSet=error"]));
-    let (resp, pod) = admit(&host, &rs_pod(RS, "0000000000"), default_resolution_settings());
-    let error = rs_fault();
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-replicaset", RS)),
-            audit_owner: format!("replicaset/{RS} (fallback to the direct owner after: {error})"),
-            warnings: vec![format!(
-                "owner of this pod resolved by fallback to the direct owner after: {error}: labelled linkerd.io/proxy-replicaset={RS}"
-            )],
-        },
-    );
-    assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 2));
-
-    let host = cluster_host(context(), faults(&["ReplicaSet=fail-first:1"]));
-    let (resp, pod) = admit(&host, &rs_pod(RS, "0000000000"), default_resolution_settings());
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: format!("deployment/web (uncached owner lookup after: {})", rs_fault()),
-            warnings: vec![],
-        },
-    );
-    assert_eq!(stats(&host, RS_KEY), rs_stats(2, 0, 1));
 }
 
 // ---------------------------------------------------------------------------------------------
