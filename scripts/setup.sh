@@ -19,7 +19,6 @@ command -v jq >/dev/null 2>&1 || need+=(jq)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
-command -v docker-registry >/dev/null 2>&1 || need+=(docker-registry)
 if ((${#need[@]})); then
   echo "setup: installing ${need[*]} (Debian packages)" >&2
   sudo=()
@@ -29,8 +28,6 @@ if ((${#need[@]})); then
   "${sudo[@]}" apt-get install -y -qq "${need[@]}" 2>/dev/null ||
     { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" apt-get install -y -qq "${need[@]}"; }
 fi
-# A package install may start the registry as a system service on :5000; the tests start their
-# own on free ports and do not need it.
 
 # playground: playwright-core (drives Debian's chromium) and binaryen's wasm-opt, from the lockfile
 if [ ! -d playground/node_modules ] || [ playground/package-lock.json -nt playground/node_modules ]; then

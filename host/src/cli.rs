@@ -5,10 +5,7 @@
 use clap::{Parser, Subcommand};
 use thiserror::Error;
 
-use crate::commands::generic::{
-    AnnotateArgs, CommandError, Output, PullArgs, PushArgs, RunArgs, ScaffoldCommand, annotate, pull, push,
-    run, scaffold_artifacthub,
-};
+use crate::commands::generic::{AnnotateArgs, CommandError, Output, RunArgs, annotate, run};
 use crate::linkerd::commands::{InjectArgs, LinkerdError, RolloutArgs, inject, rollout};
 
 /// Why a command failed; its text is what `main` prints after `Error: `.
@@ -43,14 +40,6 @@ pub enum Command {
     /// Write the policy metadata into the module's `io.kubewarden.metadata` section, like
     /// `kwctl annotate`.
     Annotate(AnnotateArgs),
-    /// Generate Kubewarden files, like `kwctl scaffold` (`artifacthub`: artifacthub-pkg.yml).
-    #[command(subcommand)]
-    Scaffold(ScaffoldCommand),
-    /// Push an annotated module to an OCI registry as Kubewarden's Wasm artifact (like
-    /// `kwctl push`); prints the immutable reference.
-    Push(PushArgs),
-    /// Pull a module from an OCI registry (like `kwctl pull`, into a file).
-    Pull(PullArgs),
 }
 
 /// Runs the parsed command.
@@ -60,9 +49,6 @@ pub fn execute(cli: &Cli) -> Result<Output, CliError> {
         Command::Inject(args) => inject(args)?,
         Command::Run(args) => run(args)?,
         Command::Annotate(args) => annotate(args)?,
-        Command::Scaffold(ScaffoldCommand::Artifacthub(args)) => scaffold_artifacthub(args)?,
-        Command::Push(args) => push(args)?,
-        Command::Pull(args) => pull(args)?,
     };
     Ok(stdout.into())
 }

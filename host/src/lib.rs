@@ -13,12 +13,11 @@
 //! * [`runtime`]: module loading and evaluation (wasmtime, epoch deadlines, host-call dispatch,
 //!   peak memory);
 //! * [`hostcalls`]: the answers to host calls: cluster state, cache, faults, replay, field masks,
-//!   selectors, the capability allow-list;
-//! * [`registry`]: Kubewarden's OCI artifact (`registry://` modules).
+//!   selectors, the capability allow-list.
 //!
-//! The commands sit apart: [`commands`] holds the generic ones (`run`, `annotate`, `push`/`pull`,
-//! `scaffold artifacthub`), [`linkerd`] those that only make sense for this policy (`rollout`,
-//! `inject`), and [`cli`] the command line that joins them.
+//! The commands sit apart: [`commands`] holds the generic ones (`run`, `annotate`), [`linkerd`]
+//! those that only make sense for this policy (`rollout`, `inject`), and [`cli`] the command line
+//! that joins them. Pushing, pulling and `scaffold artifacthub` are kwctl's.
 #![forbid(unsafe_code)]
 
 pub mod cli;
@@ -26,7 +25,6 @@ pub mod commands;
 pub mod hostcalls;
 pub mod linkerd;
 pub mod protocol;
-pub mod registry;
 pub mod runtime;
 
 pub use hostcalls::cluster::ClusterState;

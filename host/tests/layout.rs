@@ -1,11 +1,11 @@
 //! The engine half of the crate knows nothing of Linkerd (README.md, "Layout"): no file of
-//! `protocol/`, `runtime/`, `hostcalls/` or `registry.rs` names it or imports the commands.
+//! `protocol/`, `runtime/` or `hostcalls/` names it or imports the commands.
 
 use std::path::{Path, PathBuf};
 
 fn engine_files() -> Vec<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = vec![src.join("registry.rs")];
+    let mut files = Vec::new();
     for dir in ["protocol", "runtime", "hostcalls"] {
         let entries = std::fs::read_dir(src.join(dir)).unwrap_or_else(|e| panic!("src/{dir}: {e}"));
         files.extend(entries.map(|e| e.expect("a directory entry").path()));

@@ -1,6 +1,7 @@
 //! The generic commands of `injector-host`, any Kubewarden policy's: `run` (flags follow
-//! `kwctl run`), `push`, `pull`, `annotate`, `scaffold artifacthub`; and the flags and helpers
-//! every command shares (settings, metadata, faults, engine limits).
+//! `kwctl run`) and `annotate`; and the flags and helpers every command shares (settings,
+//! metadata, faults, engine limits). What kwctl does for every Kubewarden user (push, pull,
+//! `scaffold artifacthub`) is left to kwctl.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -8,12 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use serde_json::Value;
 use thiserror::Error;
 
 use crate::commands::annotate::AnnotateError;
-use crate::commands::artifacthub::ArtifactHubError;
 use crate::hostcalls::capabilities::{CapabilityError, HostCapabilities};
 use crate::hostcalls::cluster::{ClusterState, ClusterStateError};
 use crate::hostcalls::fault::{FaultParseError, FaultPlan, FaultRule};
@@ -21,7 +21,6 @@ use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use crate::hostcalls::replay::{ReplayError, ReplaySession};
 use crate::protocol::metadata::{ContextAwareResource, MetadataError, PolicyMetadata};
 use crate::protocol::request::{AdmissionRequest, PolicySettings, RequestError};
-use crate::registry::{ModuleRef, RegistryError, Sources};
 use crate::runtime::callback::{HostContext, LogSink};
 use crate::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
 
@@ -67,8 +66,6 @@ pub enum CommandError {
     Fault(#[from] FaultParseError),
     #[error(transparent)]
     Annotate(#[from] AnnotateError),
-    #[error(transparent)]
-    ArtifactHub(#[from] ArtifactHubError),
     #[error("{what} {path}: {source}")]
     File {
         what: &'static str,
@@ -81,64 +78,11 @@ pub enum CommandError {
     #[error("cannot write the output: {0}")]
     Output(String),
     #[error(transparent)]
-    Registry(#[from] RegistryError),
-    #[error(transparent)]
     Capabilities(#[from] CapabilityError),
     #[error(
         "execution mode `{0}` is not supported: injector-host runs Kubewarden waPC policies (`kubewarden`) only"
     )]
     ExecutionMode(String),
-}
-
-#[derive(Debug, Args)]
-pub struct RegistryArgs {
-    /// kwctl sources file: `insecure_sources: [host:port, ...]` may use plain HTTP or skip TLS checks
-    #[arg(long)]
-    pub sources_path: Option<PathBuf>,
-    /// Treat the URI's registry as an insecure source (e.g. a plain-HTTP registry on loopback)
-    #[arg(long)]
-    pub insecure: bool,
-}
-
-impl RegistryArgs {
-    fn sources(&self, uri: &ModuleRef) -> Result<Sources, CommandError> {
-        let sources = match &self.sources_path {
-            Some(path) => Sources::from_file(path)?,
-            None => Sources::default(),
-        };
-        Ok(if self.insecure {
-            sources.with_insecure(uri.registry())
-        } else {
-            sources
-        })
-    }
-}
-
-#[derive(Debug, Args)]
-pub struct PushArgs {
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-    /// Push a module without Kubewarden metadata
-    #[arg(long)]
-    pub force: bool,
-    /// Print `{"immutable_ref": ...}` instead of the bare reference
-    #[arg(short = 'o', long, value_parser = ["text", "json"], default_value = "text")]
-    pub output: String,
-    /// The annotated module (.wasm)
-    pub module: PathBuf,
-    /// Destination, `registry://host[:port]/repository:tag`
-    pub uri: String,
-}
-
-#[derive(Debug, Args)]
-pub struct PullArgs {
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-    /// Where to write the module
-    #[arg(short = 'o', long)]
-    pub output_path: PathBuf,
-    /// Source, `registry://host[:port]/repository:tag` or `...@sha256:...`
-    pub uri: String,
 }
 
 #[derive(Debug, Args)]
@@ -154,29 +98,6 @@ pub struct AnnotateArgs {
     pub output_path: PathBuf,
     /// The policy module (.wasm)
     pub module: PathBuf,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ScaffoldCommand {
-    /// Output an artifacthub-pkg.yml file from a metadata.yml file (the text kwctl prints)
-    Artifacthub(ArtifacthubArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct ArtifacthubArgs {
-    /// File containing the metadata of the policy (default: metadata.yml or metadata.yaml)
-    #[arg(short = 'm', long, value_name = "PATH")]
-    pub metadata_path: Option<PathBuf>,
-    /// File containing the questions-ui content of the policy (default: questions-ui.yml,
-    /// questions-ui.yaml, questions.yml or questions.yaml when present)
-    #[arg(short = 'q', long, value_name = "PATH")]
-    pub questions_path: Option<PathBuf>,
-    /// Path where the artifacthub-pkg.yml file will be stored (default: stdout)
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// createdAt (RFC 3339) instead of now, for reproducible output
-    #[arg(long, value_name = "TIMESTAMP")]
-    pub created_at: Option<String>,
 }
 
 /// PolicySettings, metadata and lookup options shared by both commands.
@@ -242,9 +163,7 @@ pub struct RunArgs {
     /// The runtime to use; this host runs `kubewarden` (waPC) policies only
     #[arg(short = 'e', long, value_parser = ["opa", "gatekeeper", "kubewarden", "wasi"])]
     pub execution_mode: Option<String>,
-    #[command(flatten)]
-    pub registry: RegistryArgs,
-    /// The policy module: a path, `file://PATH` or `registry://host[:port]/repository:tag`
+    /// The policy module: a path or `file://PATH` (`kwctl pull` fetches one from a registry)
     pub module: String,
 }
 
@@ -296,13 +215,8 @@ fn read_document(path: &str) -> Result<Value, CommandError> {
     })
 }
 
-/// Loads a module from a path, a `file://` URI or a `registry://` URI (pulled into memory).
-fn load_module(engine: &Engine, module: &str, registry: &RegistryArgs) -> Result<Policy, CommandError> {
-    if module.starts_with(crate::registry::SCHEME) {
-        let uri = ModuleRef::parse(module)?;
-        let bytes = crate::registry::pull(&uri, &registry.sources(&uri)?)?;
-        return Ok(engine.load_policy(module, &bytes)?);
-    }
+/// Loads a module from a path or a `file://` URI.
+fn load_module(engine: &Engine, module: &str) -> Result<Policy, CommandError> {
     let path = module.strip_prefix("file://").unwrap_or(module);
     Ok(engine.load_policy_file(Path::new(path))?)
 }
@@ -368,7 +282,7 @@ pub fn run(args: &RunArgs) -> Result<String, CommandError> {
     };
     let faults = fault_plan(&args.common)?;
     let engine = Engine::new(engine_config(&args.common, None))?;
-    let policy = load_module(&engine, &args.module, &args.registry)?;
+    let policy = load_module(&engine, &args.module)?;
     let md = metadata(&args.common, &policy, None)?;
     let declared: BTreeSet<ContextAwareResource> = md
         .as_ref()
@@ -445,34 +359,6 @@ fn write_session(path: &Path, host: &HostContext) -> Result<(), CommandError> {
     })
 }
 
-/// `injector-host push`: returns the immutable reference (or kwctl's JSON).
-pub fn push(args: &PushArgs) -> Result<String, CommandError> {
-    let module = std::fs::read(&args.module).map_err(|source| CommandError::File {
-        what: "cannot read module",
-        path: args.module.display().to_string(),
-        source,
-    })?;
-    let uri = ModuleRef::parse(&args.uri)?;
-    let pushed = crate::registry::push(&module, &uri, &args.registry.sources(&uri)?, args.force)?;
-    if args.output == "json" {
-        Ok(serde_json::json!({ "immutable_ref": pushed.immutable_ref }).to_string())
-    } else {
-        Ok(pushed.immutable_ref)
-    }
-}
-
-/// `injector-host pull`: writes the module, returns nothing for stdout.
-pub fn pull(args: &PullArgs) -> Result<String, CommandError> {
-    let uri = ModuleRef::parse(&args.uri)?;
-    let bytes = crate::registry::pull(&uri, &args.registry.sources(&uri)?)?;
-    std::fs::write(&args.output_path, bytes).map_err(|source| CommandError::File {
-        what: "cannot write",
-        path: args.output_path.display().to_string(),
-        source,
-    })?;
-    Ok(String::new())
-}
-
 /// The settings given as a whole Kubewarden policy manifest (`ClusterAdmissionPolicy` /
 /// `AdmissionPolicy`) are its `spec.settings`, so `inject` can use the deployed policy's file.
 pub(crate) fn policy_settings(settings: PolicySettings) -> Result<PolicySettings, CommandError> {
@@ -538,23 +424,4 @@ impl From<String> for Output {
             failure: None,
         }
     }
-}
-
-/// `injector-host scaffold artifacthub`: writes the file (`-o`) or prints it itself, as kwctl's
-/// `println!` does (the text ends with a newline, so stdout ends with an empty line).
-pub fn scaffold_artifacthub(args: &ArtifacthubArgs) -> Result<String, CommandError> {
-    let text = crate::commands::artifacthub::scaffold(
-        args.metadata_path.as_deref(),
-        args.questions_path.as_deref(),
-        args.created_at.as_deref(),
-    )?;
-    match &args.output {
-        Some(path) => std::fs::write(path, text).map_err(|source| CommandError::File {
-            what: "cannot write",
-            path: path.display().to_string(),
-            source,
-        })?,
-        None => println!("{text}"),
-    }
-    Ok(String::new())
 }
