@@ -3,31 +3,18 @@
 //! Runs are given the control plane's `linkerd-config` (data/inject/context.yaml), as a user
 //! passes `kubectl get cm -n linkerd linkerd-config -o yaml`, unless a test is about the context.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::{manifest_dir, policy_wasm_path};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-fn manifest_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn data(name: &str) -> PathBuf {
     manifest_dir().join("tests/data/inject").join(name)
-}
-
-fn policy_wasm() -> PathBuf {
-    let path = std::env::var_os("INJECTOR_POLICY_WASM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| manifest_dir().join("../policy.wasm"));
-    assert!(
-        path.exists(),
-        "{} is missing: run `make policy.wasm` first",
-        path.display()
-    );
-    path
 }
 
 fn pem() -> String {
@@ -76,7 +63,7 @@ fn inject_raw(args: &[&str], stdin: Option<&str>) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_injector-host"));
     cmd.arg("inject")
         .arg("--module")
-        .arg(policy_wasm())
+        .arg(policy_wasm_path())
         .args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()
