@@ -141,6 +141,39 @@ async function run(page, url) {
   check("no page errors", problems.length === 0, problems.join("; "));
 }
 
+/** Debian's Chromium, headless. */
+function launch(profile) {
+  return chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
+    viewport: { width: 1440, height: 1000 },
+  });
+}
+
+/** The browser, launched again once if it dies while starting (seen: Chromium killed by SIGSEGV
+ * before its first page, on a machine where the next launch worked). Nothing of the page is
+ * tested before this returns, so no check is retried. */
+async function launchOnce(profile) {
+  try {
+    return await launch(profile);
+  } catch (e) {
+    console.log(`# Chromium did not start (${String(e).split("\n")[0]}); launching it again`);
+    // a fresh profile: the dead browser's lock files would be in the old one
+    await rm(profile, { recursive: true, force: true });
+    await mkdir(profile, { recursive: true });
+    return await launch(profile);
+  }
+}
+
 async function main() {
   const { server, url } = await serve();
   const profile = await mkdtemp(join(tmpdir(), "playground-chromium-"));
@@ -150,20 +183,7 @@ async function main() {
     process.exit(1);
   }, DEADLINE_MS);
   try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-      ],
-      viewport: { width: 1440, height: 1000 },
-    });
+    context = await launchOnce(profile);
     const page = context.pages()[0] ?? (await context.newPage());
     await run(page, url);
   } catch (e) {
