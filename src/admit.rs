@@ -173,25 +173,6 @@ fn admit_kind(req: &Request<'_>, values: &Values<'_, '_>, cluster: &dyn Cluster)
 /// What an unusable `linkerd-config` leaves out of a verify-mode answer.
 const STALE_CHECK: &str = "the stale-proxy check (proxy.image.version, linkerdVersion)";
 
-/// The opaque-ports annotation of a pod without a proxy or a Service that sets none: the
-/// namespace's value, else the values' default list over the object's ports. The values are
-/// read only when the object has a port the list could name, and then only that list.
-fn opaque_default(
-    kind: &str,
-    spec: &Value,
-    ns_value: Option<&String>,
-    values: &Values<'_, '_>,
-) -> Option<String> {
-    if let Some(v) = ns_value {
-        return Some(v.clone());
-    }
-    let candidates = opaque::candidates(kind, spec);
-    if candidates.is_empty() {
-        return None;
-    }
-    opaque::from_defaults(&candidates, &values.opaque_ports()?)
-}
-
 fn request_namespace<'a>(req: &Request<'a>) -> Result<&'a str, String> {
     let ns = if req.namespace.is_empty() {
         req.object
@@ -281,7 +262,9 @@ fn admit_service(req: &Request<'_>, values: &Values<'_, '_>, cluster: &dyn Clust
         Err(outcome) => return (*outcome).into(),
     };
     let spec = obj.get("spec").unwrap_or(&Value::Null);
-    let value = opaque_default("Service", spec, ns_ann.get(ann::OPAQUE_PORTS), values);
+    // the values are read only when the Service has a port the default list could name
+    let ns_value = ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str);
+    let value = opaque::default_annotation("Service", spec, ns_value, || values.opaque_ports());
     let out = Outcome::unchanged(Verdict::NotApplicable);
     let edit = value.map(|value| Edit::Annotate {
         path: &[],
@@ -534,7 +517,8 @@ fn added_annotations(t: &Template<'_>, settings: &Settings, cx: &Context<'_>, bu
     annotations.insert(ann::TRUST_ROOT_SHA256.into(), trust::sha256_hex(bundle));
     if !t.pod_ann.contains_key(ann::OPAQUE_PORTS)
         && !t.ns_ann.contains_key(ann::OPAQUE_PORTS)
-        && let Some(v) = opaque::default_annotation("Pod", t.spec, None, &settings.proxy.opaque_ports)
+        && let Some(v) =
+            opaque::default_annotation("Pod", t.spec, None, || Some(settings.proxy.opaque_ports.as_str()))
     {
         annotations.insert(ann::OPAQUE_PORTS.into(), v);
     }
@@ -605,7 +589,12 @@ fn skipped(t: &Template<'_>, reasons: Vec<decide::SkipReason>, values: &Values<'
         && !reasons.contains(&decide::SkipReason::SidecarExists);
     let mut additions = BTreeMap::new();
     if !t.pod_ann.contains_key(ann::OPAQUE_PORTS)
-        && let Some(v) = opaque_default("Pod", t.spec, t.ns_ann.get(ann::OPAQUE_PORTS), values)
+        && let Some(v) = opaque::default_annotation(
+            "Pod",
+            t.spec,
+            t.ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str),
+            || values.opaque_ports(),
+        )
     {
         additions.insert(ann::OPAQUE_PORTS.to_string(), v);
     }

@@ -187,7 +187,7 @@ fn config_map_name(settings: &Settings) -> String {
 fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesError> {
     let namespace = &settings.policy.control_plane_namespace;
     let name = &settings.policy.linkerd_config_map;
-    let config_map = cluster
+    let mut config_map = cluster
         .get(&Lookup::config_map(namespace, name))
         .map_err(|e| match e {
             LookupError::NotFound(_) => ValuesError::NotFound {
@@ -198,8 +198,9 @@ fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesErr
                 message,
             },
         })?;
-    match config_map.pointer("/data/values") {
-        Some(Value::String(text)) => Ok(text.clone()),
+    // the answer is ours: take the text out of it rather than copy it
+    match config_map.pointer_mut("/data/values").map(Value::take) {
+        Some(Value::String(text)) => Ok(text),
         _ => Err(ValuesError::MissingKey {
             at: config_map_name(settings),
         }),

@@ -46,7 +46,8 @@ pub fn fast_keeping(text: &str, keep: &dyn Fn(&str) -> bool) -> Option<Value> {
 pub fn fast_along<'a>(text: &'a str, path: &'a [&'a str]) -> Option<Value> {
     let mut reader = Reader::new(text)?;
     reader.path = Some(path);
-    read_top_level(reader, &|key| path.first() == Some(&key))
+    // `entry` builds only the keys along the path, the top-level one included
+    read_top_level(reader, &|_| true)
 }
 
 fn read_top_level(mut reader: Reader<'_>, keep: &dyn Fn(&str) -> bool) -> Option<Value> {

@@ -10,14 +10,14 @@ use serde_json::Value;
 /// A port the default list may name: the number compared with the list, and the port written
 /// to the annotation (a Service's `port` is written when its `targetPort` is listed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Candidate {
-    pub compared: i64,
-    pub written: i64,
+struct Candidate {
+    compared: i64,
+    written: i64,
 }
 
 /// The ports of a pod (`kind` other than `Service`) or a Service that a default list could
 /// name. Empty means no list adds the annotation, so the list need not be read.
-pub fn candidates(kind: &str, spec: &Value) -> Vec<Candidate> {
+fn candidates(kind: &str, spec: &Value) -> Vec<Candidate> {
     match kind {
         "Service" => pod::list(spec, "ports")
             .iter()
@@ -45,7 +45,7 @@ pub fn candidates(kind: &str, spec: &Value) -> Vec<Candidate> {
 }
 
 /// The annotation the default list gives these candidates; `None` when it names none.
-pub fn from_defaults(candidates: &[Candidate], defaults: &str) -> Option<String> {
+fn from_defaults(candidates: &[Candidate], defaults: &str) -> Option<String> {
     let listed: Vec<&str> = defaults.split(',').collect();
     let ports: Vec<String> = candidates
         .iter()
@@ -56,16 +56,23 @@ pub fn from_defaults(candidates: &[Candidate], defaults: &str) -> Option<String>
 }
 
 /// The annotation value for a pod or Service that lacks one; `None` when nothing applies.
-pub fn default_annotation(
+/// `defaults` gives the default list (`None`: unknown, so no annotation); it is asked only when
+/// the namespace has no value and the object has a port the list could name, so a caller that
+/// must read the list from the cluster reads it only then.
+pub fn default_annotation<D: AsRef<str>>(
     kind: &str,
     spec: &Value,
     ns_value: Option<&str>,
-    defaults: &str,
+    defaults: impl FnOnce() -> Option<D>,
 ) -> Option<String> {
-    match ns_value {
-        Some(ns) => Some(ns.to_string()),
-        None => from_defaults(&candidates(kind, spec), defaults),
+    if let Some(ns) = ns_value {
+        return Some(ns.to_string());
     }
+    let candidates = candidates(kind, spec);
+    if candidates.is_empty() {
+        return None;
+    }
+    from_defaults(&candidates, defaults()?.as_ref())
 }
 
 #[cfg(test)]
@@ -86,7 +93,7 @@ mod tests {
     fn service_ports(#[case] ports: Value, #[case] expected: Option<&str>) {
         let spec = json!({"ports": ports});
         assert_eq!(
-            default_annotation("Service", &spec, None, DEFAULTS).as_deref(),
+            default_annotation("Service", &spec, None, || Some(DEFAULTS)).as_deref(),
             expected
         );
     }
@@ -101,7 +108,10 @@ mod tests {
     fn the_namespace_value_is_written_verbatim() {
         let spec = json!({"containers": [{"name": "a"}]});
         assert_eq!(
-            default_annotation("Pod", &spec, Some("8080, http"), DEFAULTS).as_deref(),
+            default_annotation("Pod", &spec, Some("8080, http"), || -> Option<&str> {
+                panic!("the namespace's value needs no list")
+            })
+            .as_deref(),
             Some("8080, http")
         );
     }
@@ -110,7 +120,7 @@ mod tests {
     fn pod_ports_are_compared_as_strings() {
         let spec = json!({"containers": [{"name": "a", "ports": [{"containerPort": 5432}, {"containerPort": 8080}]}]});
         assert_eq!(
-            default_annotation("Pod", &spec, None, "5432,8000-8100").as_deref(),
+            default_annotation("Pod", &spec, None, || Some("5432,8000-8100")).as_deref(),
             Some("5432")
         );
     }

@@ -38,7 +38,7 @@ fn main() {
     let texts = Texts {
         notes: std::fs::read_to_string(&a.notes).ok(),
         policy_server: std::fs::read_to_string(&a.policy_server).ok(),
-        kubewarden: std::fs::read_to_string("benches/kubewarden/RESULTS.md").ok(),
+        kubewarden: std::fs::read_to_string(&a.kubewarden).ok(),
     };
     let run = Run {
         command: &a.command,

@@ -19,6 +19,8 @@ pub struct Args {
     pub criterion: PathBuf,
     pub notes: PathBuf,
     pub policy_server: PathBuf,
+    /// The last `make bench-kubewarden` run, embedded after the policy-server figures.
+    pub kubewarden: PathBuf,
     pub command: String,
     /// Only the typical pod, the skipped pod, the Service, the core on the typical pod and one
     /// rollout, printed (no report): for comparing builds quickly.
@@ -42,6 +44,7 @@ impl Default for Args {
             criterion: "target/criterion".into(),
             notes: "benches/notes.md".into(),
             policy_server: "benches/policy-server.md".into(),
+            kubewarden: "benches/kubewarden/RESULTS.md".into(),
             command: "make bench".into(),
             quick: false,
         }
@@ -72,6 +75,7 @@ impl Args {
                 "--criterion" => a.criterion = val().into(),
                 "--notes" => a.notes = val().into(),
                 "--policy-server" => a.policy_server = val().into(),
+                "--kubewarden" => a.kubewarden = val().into(),
                 "--command" => a.command = val(),
                 "--quick" => a.quick = true,
                 other => panic!("unknown argument {other}"),
