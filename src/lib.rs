@@ -1,7 +1,7 @@
 //! Linkerd's proxy injector as a Kubewarden policy.
 //!
 //! This file is the waPC shell: it registers the guest functions and hands payloads to
-//! [`wire`]; everything else is a pure core that also compiles natively (see DESIGN.md).
+//! [`wire`]; everything else is a pure core that also compiles natively (see docs/design.md).
 #![deny(rust_2018_idioms)]
 #![cfg_attr(
     not(test),

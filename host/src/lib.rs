@@ -7,7 +7,7 @@
 //! JSON patch from `json_patch::diff(object, mutated_object)` over key-sorted values (kwctl's
 //! serde_json keeps objects sorted, so its patch walks keys in order), base64, `patchType: JSONPatch`.
 //!
-//! Layout (README.md, "Layout"): the generic engine knows nothing of Linkerd:
+//! Layout (docs/development.md, "Layout"): the generic engine knows nothing of Linkerd:
 //! * [`protocol`]: the wire types (AdmissionRequest, the guest's answers, AdmissionResponse and
 //!   patch) and a module's metadata and custom sections;
 //! * [`runtime`]: module loading and evaluation (wasmtime, epoch deadlines, host-call dispatch,

@@ -1,6 +1,6 @@
-//! README.md and deploy/README.md against what ships: the rollout order they document against
-//! the manifests' `mode`, and every audit annotation they name against what the module (built
-//! `policy.wasm`, run through this engine) emits.
+//! The user documentation (README.md, docs/, deploy/README.md) against what ships: its links
+//! lead somewhere, the rollout order it documents matches the manifests' `mode`, and every audit
+//! annotation it names is one the module (built `policy.wasm`, run through this engine) emits.
 
 mod common;
 
@@ -65,6 +65,96 @@ fn code_spans(text: &str) -> Vec<&str> {
         }
     }
     spans
+}
+
+/// README.md, every page of docs/, deploy/README.md: what a user reads.
+fn user_docs() -> Vec<String> {
+    let mut pages: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .expect("docs/")
+        .map(|e| format!("docs/{}", e.expect("docs/ entry").file_name().to_string_lossy()))
+        .filter(|p| p.ends_with(".md"))
+        .collect();
+    pages.sort();
+    pages.insert(0, "README.md".into());
+    pages.push("deploy/README.md".into());
+    pages
+}
+
+/// GitHub's anchor for a heading: lower case, spaces to `-`, punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim_start_matches('#')
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The targets of `[text](target)` links in a piece of markdown, fenced blocks left out.
+fn link_targets(text: &str) -> Vec<&str> {
+    let mut targets = Vec::new();
+    let mut in_fence = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+        }
+        if in_fence {
+            continue;
+        }
+        for (i, _) in line.match_indices("](") {
+            let rest = &line[i + 2..];
+            if let Some(end) = rest.find(')') {
+                targets.push(&rest[..end]);
+            }
+        }
+    }
+    targets
+}
+
+// === links ===
+
+#[test]
+fn links_between_the_pages_lead_to_a_file_and_a_heading() {
+    let mut checked = 0;
+    for page in user_docs() {
+        let dir = std::path::Path::new(&page)
+            .parent()
+            .expect("a page's folder")
+            .to_path_buf();
+        for target in link_targets(&read(&page)) {
+            if target.starts_with("http") {
+                continue;
+            }
+            let (file, fragment) = target.split_once('#').unwrap_or((target, ""));
+            let path = if file.is_empty() {
+                PathBuf::from(&page)
+            } else {
+                dir.join(file)
+            };
+            let full = root().join(&path);
+            assert!(
+                full.exists(),
+                "{page}: link {target:?}: no file {}",
+                path.display()
+            );
+            if !fragment.is_empty() {
+                let text = std::fs::read_to_string(&full).unwrap_or_default();
+                let anchors: Vec<String> = text.lines().filter(|l| l.starts_with('#')).map(anchor).collect();
+                assert!(
+                    anchors.iter().any(|a| a == fragment),
+                    "{page}: link {target:?}: no heading #{fragment} in {}",
+                    path.display()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} links checked: is docs/ there?");
 }
 
 // === rollout order ===
@@ -137,8 +227,8 @@ fn install_steps_start_in_monitor_and_retire_linkerd_last() {
         "{install}"
     );
 
-    let readme = read("README.md");
-    let migrating = section(&readme, "### Migrating from Linkerd's injector");
+    let operations = read("docs/operations.md");
+    let migrating = section(&operations, "## Migrating from Linkerd's injector");
     let apply = position(migrating, "`mode: monitor`", "Migrating");
     let injector = position(migrating, &to_protect(INJECTOR), "Migrating");
     let verify = position(migrating, &to_protect(VERIFY), "Migrating");
@@ -151,12 +241,12 @@ fn install_steps_start_in_monitor_and_retire_linkerd_last() {
 
 // === audit annotations ===
 
-/// `key: value` code spans in every paragraph, list or table row of README.md and
-/// deploy/README.md that speaks of audit annotations, in order of appearance.
+/// `key: value` code spans in every paragraph, list or table row of the user documentation
+/// (README.md, docs/, deploy/README.md) that speaks of audit annotations, in order of appearance.
 fn documented_audit_annotations() -> Vec<(String, String)> {
     let mut found = Vec::new();
-    for path in ["README.md", "deploy/README.md"] {
-        let text = read(path);
+    for path in user_docs() {
+        let text = read(&path);
         // a table row stands alone: a table's other rows speak of other things
         let units = text.split("\n\n").flat_map(|p| {
             if p.trim_start().starts_with('|') {

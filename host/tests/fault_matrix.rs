@@ -1,6 +1,6 @@
 //! Every looked-up object (Namespace, ReplicaSet, Job, the trust-roots ConfigMap and the
 //! `linkerd-config` ConfigMap) under every fault (error, not found, slow answer, malformed
-//! answer), through the compiled module: the outcome DESIGN.md's failure rules promise. Namespace
+//! answer), through the compiled module: the outcome docs/design.md's rules promise. Namespace
 //! and trust-root failures reject (transient); owner failures never do (fallback owner); a slow
 //! answer changes nothing; an unusable `linkerd-config` rejects under the default
 //! `policy.linkerdConfigFailure: reject` and injects from the settings alone, with a warning and

@@ -1,4 +1,4 @@
-//! The engine half of the crate knows nothing of Linkerd (README.md, "Layout"): no file of
+//! The engine half of the crate knows nothing of Linkerd (docs/development.md, "Layout"): no file of
 //! `protocol/`, `runtime/` or `hostcalls/` names it or imports the commands.
 
 use std::path::{Path, PathBuf};
