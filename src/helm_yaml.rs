@@ -85,15 +85,25 @@ impl<'a> Reader<'a> {
         // full parser).
         let mut lines = Vec::with_capacity(text.len() / 24);
         let (mut start, mut non_ascii) = (0, false);
-        for (at, &b) in text.as_bytes().iter().enumerate() {
-            if b == b'\n' {
-                lines.push(text.get(start..at)?);
-                start = at + 1;
-            } else if b >= 0x80 {
-                non_ascii = true;
-            } else if !(b' '..=b'~').contains(&b) {
-                return None;
+        let bytes = text.as_bytes();
+        let mut from = 0;
+        while from < bytes.len() {
+            let word = bytes.get(from..bytes.len().min(from + 8))?;
+            if word.len() == 8 && plain_word(word) {
+                from += 8;
+                continue;
             }
+            for (i, &b) in word.iter().enumerate() {
+                if b == b'\n' {
+                    lines.push(text.get(start..from + i)?);
+                    start = from + i + 1;
+                } else if b >= 0x80 {
+                    non_ascii = true;
+                } else if !(b' '..=b'~').contains(&b) {
+                    return None;
+                }
+            }
+            from += word.len();
         }
         lines.push(text.get(start..)?);
         if non_ascii && !text.chars().all(|c| c.is_ascii() || plain_unicode(c)) {
@@ -267,6 +277,21 @@ impl<'a> Reader<'a> {
         }
         Some(Value::String(text))
     }
+}
+
+/// Whether eight bytes are all printable ASCII (`' '..='~'`: no newline, control or non-ASCII
+/// byte), tested at once: the per-byte loop was the reader's largest cost in the module.
+fn plain_word(word: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let Ok(bytes) = <[u8; 8]>::try_from(word) else {
+        return false;
+    };
+    let x = u64::from_le_bytes(bytes);
+    // a byte below 0x20 borrows into its high bit; a byte above 0x7e carries into it (or has it)
+    let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGH_BITS;
+    let above_tilde = (x.wrapping_add(ONES) | x) & HIGH_BITS;
+    below_space | above_tilde == 0
 }
 
 fn is_dash(line: &str) -> bool {
@@ -450,4 +475,26 @@ fn resolve_plain(text: &str) -> Option<Scalar<'_>> {
         return None;
     }
     Some(Scalar::Str(text.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_word;
+
+    /// The word test against the byte rule, for every byte value at every position, next to
+    /// printable bytes and next to a 0xff that could carry into it.
+    #[test]
+    fn plain_word_is_the_byte_rule() {
+        for filler in [b'a', b' ', b'~', 0xff] {
+            for at in 0..8 {
+                for b in 0..=255u8 {
+                    let mut word = [filler; 8];
+                    word[at] = b;
+                    let expected = word.iter().all(|c| (b' '..=b'~').contains(c));
+                    assert_eq!(plain_word(&word), expected, "{word:?}");
+                }
+            }
+        }
+        assert!(!plain_word(b"short"));
+    }
 }
