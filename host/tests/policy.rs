@@ -63,7 +63,7 @@ fn rollout_of_1000_replicas_injects_every_pod() {
         (report.injected, report.skipped, report.rejected, report.errors),
         (1000, 0, 0, 0),
         "{}",
-        report.render()
+        report
     );
     assert!(report.lookups.made >= 1, "{:?}", report.lookups);
     assert!(

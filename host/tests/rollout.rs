@@ -59,11 +59,7 @@ fn counts_injected_and_shares_the_lookup_cache() {
     assert!(report.replica_set.starts_with("nginx-"));
     assert_eq!(report.replica_set, format!("nginx-{}", report.pod_template_hash));
     assert!(report.latency.max_ms >= report.latency.p50_ms);
-    assert!(
-        report.render().contains("injected       60"),
-        "{}",
-        report.render()
-    );
+    assert!(report.to_string().contains("injected       60"), "{}", report);
 }
 
 #[test]

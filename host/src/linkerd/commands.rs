@@ -185,7 +185,7 @@ fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), Linkerd
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(|e| LinkerdError::Output(e.to_string()))?
     } else {
-        report.render()
+        report.to_string()
     };
     Ok((text, report))
 }

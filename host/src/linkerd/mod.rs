@@ -5,5 +5,4 @@ pub mod answer;
 pub mod commands;
 pub mod controllers;
 pub mod inject;
-pub mod report;
 pub mod rollout;

@@ -20,6 +20,14 @@
 //! Namespace for every other namespace the objects use. Nothing else is invented: when the module
 //! rejects an object because a lookup failed (Linkerd's trust-roots ConfigMap, say), the error
 //! names the objects it looked for.
+//!
+//! The files: this one sets a run up (options, the cluster state, the settings check);
+//! `session.rs` writes the output object by object, `hints.rs` explains failed lookups and
+//! `report.rs` is the per-object report.
+
+mod hints;
+mod report;
+mod session;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,23 +35,20 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use super::answer::{self, Injection};
-pub use super::report::{Entry, Report};
-use crate::commands::manifests::{
-    self, Parsed, Piece, ReadError, for_each_object, leading_comments, marker, separate, str_at,
-};
+use crate::commands::manifests::{self, Parsed, Piece, ReadError, for_each_object, str_at};
 pub use crate::commands::manifests::{Input, read_inputs};
 use crate::hostcalls::cluster::ClusterState;
 use crate::hostcalls::fault::FaultPlan;
 use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use crate::hostcalls::replay::{CallbackRequestType, Exchange, ReplayResponse};
 use crate::protocol::metadata::ContextAwareResource;
-use crate::protocol::request::{AdmissionRequest, PolicySettings, UserInfo};
-use crate::protocol::response::AdmissionResponse;
+use crate::protocol::request::PolicySettings;
 use crate::runtime::callback::{HostContext, LogSink};
 use crate::runtime::engine::{EngineError, Policy};
+pub use report::{Entry, Report};
+use session::Session;
 
 use linkerd_injector_policy::annotations::{ENABLE_DEBUG_SIDECAR, INJECT};
+
 /// The user name of the AdmissionRequests sent to the module.
 pub const USERNAME: &str = "injector-host-inject";
 
@@ -119,58 +124,6 @@ fn want_proxies(namespace: &mut Value, options: &InjectOptions) {
     }
 }
 
-/// The lookups of an admission that failed, as a hint for the user: manual injection reads no
-/// cluster, so an object the module needs must be in `--context` or the input.
-fn failed_lookups(exchanges: &[Exchange]) -> Vec<String> {
-    exchanges
-        .iter()
-        .filter(|e| matches!(e.response, ReplayResponse::Error { .. }))
-        .filter_map(|e| match &e.request {
-            CallbackRequestType::KubernetesGetResource {
-                api_version,
-                kind,
-                name,
-                namespace,
-                ..
-            } => Some(match namespace {
-                Some(ns) => format!("{api_version}/{kind} {ns}/{name}"),
-                None => format!("{api_version}/{kind} {name}"),
-            }),
-            _ => None,
-        })
-        .collect()
-}
-
-/// The answered lists of a namespace's objects whose namespace the rejection names
-/// (`<kind> <namespace>/`), as `(what was listed, the names the cluster state holds)`: a list
-/// has no "not found", so the hint says what the cluster state had.
-fn listed_for(exchanges: &[Exchange], rejection: &str) -> Vec<(String, Vec<String>)> {
-    exchanges
-        .iter()
-        .filter_map(|e| match (&e.request, &e.response) {
-            (
-                CallbackRequestType::KubernetesListResourceNamespace {
-                    api_version,
-                    kind,
-                    namespace,
-                    ..
-                },
-                ReplayResponse::Success { payload },
-            ) if rejection.contains(&format!("{kind} {namespace}/")) => {
-                let list: Value = serde_json::from_str(payload).unwrap_or_default();
-                let names = list["items"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|o| o["metadata"]["name"].as_str().map(str::to_owned))
-                    .collect();
-                Some((format!("{api_version}/{kind} in namespace {namespace}"), names))
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// Runs manual injection over parsed inputs with one policy and its settings.
 pub struct Injector<'p> {
     policy: &'p Policy,
@@ -209,14 +162,7 @@ impl<'p> Injector<'p> {
             .validate_settings(&self.settings)
             .into_result()
             .map_err(InjectError::InvalidSettings)?;
-        let mut session = Session {
-            injector: self,
-            host,
-            report: Report::default(),
-            rejections: Vec::new(),
-            admitted: 0,
-            yaml: String::new(),
-        };
+        let mut session = Session::new(self, host);
         for p in &parsed {
             session.write_input(p)?;
         }
@@ -287,219 +233,6 @@ fn documents(p: &Parsed) -> impl Iterator<Item = &manifests::Document> {
     })
 }
 
-/// One run of [`Injector::run`]: the module's host, the output and the report so far.
-struct Session<'i> {
-    injector: &'i Injector<'i>,
-    host: Arc<HostContext>,
-    report: Report,
-    rejections: Vec<String>,
-    /// Objects sent to the module so far (their requests' uids).
-    admitted: usize,
-    yaml: String,
-}
-
-impl Session<'_> {
-    fn finish(self) -> Result<InjectOutput, InjectError> {
-        if !self.rejections.is_empty() {
-            return Err(InjectError::Rejected(self.rejections));
-        }
-        Ok(InjectOutput {
-            yaml: self.yaml,
-            report: self.report,
-        })
-    }
-
-    /// One input: its separators verbatim (YAML), its documents transformed or copied.
-    fn write_input(&mut self, p: &Parsed) -> Result<(), InjectError> {
-        if !p.json && !p.input.text.trim().is_empty() {
-            let starts_with_marker = p
-                .input
-                .text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .is_some_and(|l| marker(l).is_some());
-            separate(&mut self.yaml, starts_with_marker);
-        }
-        for piece in &p.pieces {
-            match piece {
-                Piece::Separator(r) if !p.json => self.yaml.push_str(&p.input.text[r.clone()]),
-                Piece::Separator(_) => {}
-                Piece::Document(doc) => self.write_document(p, doc)?,
-            }
-        }
-        Ok(())
-    }
-
-    /// A document: rewritten (keeping its leading comments) when the module changed an object
-    /// in it, else copied byte for byte.
-    fn write_document(&mut self, p: &Parsed, doc: &manifests::Document) -> Result<(), InjectError> {
-        let original = &p.input.text[doc.range.clone()];
-        if p.json {
-            separate(&mut self.yaml, false);
-        }
-        let changed: Vec<Option<Value>> = doc
-            .values
-            .iter()
-            .map(|v| self.transform(&p.input.origin, v))
-            .collect();
-        if changed.iter().all(Option::is_none) {
-            self.yaml.push_str(original);
-            if p.json && !original.ends_with('\n') {
-                self.yaml.push('\n');
-            }
-            return Ok(());
-        }
-        let comments = leading_comments(original);
-        self.yaml.push_str(&comments);
-        if original[comments.len()..].starts_with("---") && !self.yaml.ends_with("---\n") {
-            self.yaml.push_str("---\n");
-        }
-        for (i, (new, old)) in changed.iter().zip(&doc.values).enumerate() {
-            if i > 0 {
-                self.yaml.push_str("---\n");
-            }
-            self.yaml.push_str(&to_yaml(new.as_ref().unwrap_or(old))?);
-        }
-        Ok(())
-    }
-
-    /// A document value with injected objects, or `None` when nothing in it changes.
-    fn transform(&mut self, origin: &str, value: &Value) -> Option<Value> {
-        match value {
-            Value::Array(items) => self.transform_items(origin, items).map(Value::Array),
-            _ if manifests::is_list(value) => {
-                let items = value.get("items").and_then(Value::as_array)?;
-                let items = self.transform_items(origin, items)?;
-                let mut list = value.clone();
-                list["items"] = Value::Array(items);
-                Some(list)
-            }
-            Value::Object(_) => self.transform_object(origin, value),
-            _ => None,
-        }
-    }
-
-    fn transform_items(&mut self, origin: &str, items: &[Value]) -> Option<Vec<Value>> {
-        let changed: Vec<Option<Value>> = items.iter().map(|i| self.transform(origin, i)).collect();
-        if changed.iter().all(Option::is_none) {
-            return None;
-        }
-        Some(
-            changed
-                .into_iter()
-                .zip(items)
-                .map(|(new, old)| new.unwrap_or_else(|| old.clone()))
-                .collect(),
-        )
-    }
-
-    /// One object through the module; its entry goes into the report, a rejection into the
-    /// rejections. `Some` with the mutated object when the module injected it.
-    fn transform_object(&mut self, origin: &str, object: &Value) -> Option<Value> {
-        let kind = str_at(object, "/kind").unwrap_or("").to_owned();
-        let name = object_name(object);
-        let what = format!("{origin}: {}/{name}", kind.to_ascii_lowercase());
-        let mut entry = Entry {
-            origin: origin.to_owned(),
-            kind,
-            name,
-            namespace: None,
-            injection: Injection::NotConsidered,
-            warnings: Vec::new(),
-        };
-        if entry.kind.is_empty() {
-            self.report.entries.push(entry);
-            return None;
-        }
-        let namespace = object_namespace(object, &self.injector.options);
-        let response = match self.admit(object, &namespace) {
-            Ok(r) => r,
-            Err(message) => {
-                self.rejections.push(format!("{what}: {message}"));
-                return None;
-            }
-        };
-        entry.injection = Injection::of(&response);
-        entry.warnings = entry.injection.warnings_beyond(&response);
-        if entry.injection != Injection::NotConsidered {
-            entry.namespace = Some(namespace);
-        }
-        let mutated = match entry.injection {
-            Injection::Injected => match answer::mutated(object, &response) {
-                Ok(m) => Some(m),
-                Err(e) => {
-                    self.rejections.push(format!("{what}: {e}"));
-                    return None;
-                }
-            },
-            _ => None,
-        };
-        self.report.entries.push(entry);
-        mutated
-    }
-
-    /// The module's answer to the CREATE of `object`; a rejection (with the lookups that failed)
-    /// or an engine failure as the message to report.
-    fn admit(&mut self, object: &Value, namespace: &str) -> Result<AdmissionResponse, String> {
-        self.admitted += 1;
-        let user = UserInfo {
-            username: Some(USERNAME.into()),
-            ..Default::default()
-        };
-        let request = AdmissionRequest {
-            dry_run: Some(true),
-            ..AdmissionRequest::create(
-                format!("inject-{}", self.admitted),
-                Some(namespace.to_owned()),
-                user,
-                object.clone(),
-            )
-        };
-        let before = self.host.lookups().recorded().len();
-        let i = self.injector;
-        let response = i
-            .policy
-            .instantiate(&self.host)
-            .and_then(|mut instance| instance.validate(&request, &i.settings))
-            .map_err(|e| e.to_string())?;
-        if let Some(audit) = answer::other_audit(&response) {
-            return Err(format!(
-                "the policy answers without an `injection` audit annotation ({audit}): its settings \
-                 do not inject (policy.mode: verify only checks pods); inject needs the mutating mode"
-            ));
-        }
-        if response.allowed {
-            return Ok(response);
-        }
-        let mut message = format!("rejected by the policy: {}", response.message());
-        let recorded = self.host.lookups().recorded();
-        let exchanges = recorded.get(before..).unwrap_or_default();
-        for missing in failed_lookups(exchanges) {
-            message.push_str(&format!(
-                "\n  the policy looked up {missing}, which is not in the cluster state: manual \
-                 injection reads no cluster, pass it with --context"
-            ));
-        }
-        for (listed, names) in listed_for(exchanges, response.message()) {
-            let held = if names.is_empty() {
-                "none".to_owned()
-            } else {
-                names.join(", ")
-            };
-            message.push_str(&format!(
-                "\n  the policy listed {listed}, of which the cluster state holds {held}: manual \
-                 injection reads no cluster, pass what is missing with --context"
-            ));
-        }
-        Err(message)
-    }
-}
-
-fn to_yaml(value: &Value) -> Result<String, InjectError> {
-    serde_yaml_ng::to_string(value)
-        .map_err(|e| InjectError::Rejected(vec![format!("cannot write YAML: {e}")]))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,59 +257,5 @@ mod tests {
             ns["metadata"]["annotations"],
             json!({"linkerd.io/inject": "ingress", "config.linkerd.io/enable-debug-sidecar": "true"})
         );
-    }
-
-    #[test]
-    fn failed_lookups_name_the_objects() {
-        let get = |namespace: Option<&str>, response| Exchange {
-            request: CallbackRequestType::KubernetesGetResource {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                name: "roots".into(),
-                namespace: namespace.map(str::to_owned),
-                disable_cache: false,
-                field_masks: None,
-            },
-            response,
-        };
-        let error = || ReplayResponse::Error {
-            message: "not found".into(),
-        };
-        let ok = ReplayResponse::Success { payload: "{}".into() };
-        assert_eq!(
-            failed_lookups(&[get(Some("linkerd"), error()), get(None, ok), get(None, error())]),
-            ["v1/ConfigMap linkerd/roots", "v1/ConfigMap roots"]
-        );
-    }
-
-    #[test]
-    fn lists_the_rejection_names_say_what_the_cluster_state_held() {
-        let list = |namespace: &str, payload: &str| Exchange {
-            request: CallbackRequestType::KubernetesListResourceNamespace {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                namespace: namespace.into(),
-                label_selector: None,
-                field_selector: None,
-                field_masks: None,
-            },
-            response: ReplayResponse::Success {
-                payload: payload.into(),
-            },
-        };
-        let held = list("linkerd", r#"{"items":[{"metadata":{"name":"linkerd-config"}}]}"#);
-        let empty = list("mesh", r#"{"items":[]}"#);
-        let rejection = "ConfigMap linkerd/roots not found; ConfigMap mesh/values not found";
-        assert_eq!(
-            listed_for(&[held.clone(), empty.clone()], rejection),
-            [
-                (
-                    "v1/ConfigMap in namespace linkerd".to_owned(),
-                    vec!["linkerd-config".to_owned()]
-                ),
-                ("v1/ConfigMap in namespace mesh".to_owned(), vec![])
-            ]
-        );
-        assert_eq!(listed_for(&[held, empty], "Namespace shop not found"), []);
     }
 }

@@ -1,7 +1,7 @@
 //! The report of `inject`: one entry per object with the module's answer ([`Injection`]) and
 //! warnings, rendered in the layout of Linkerd's CLI report or as JSON for scripts.
 
-use super::answer::Injection;
+use crate::linkerd::answer::Injection;
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
