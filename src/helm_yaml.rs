@@ -76,6 +76,8 @@ struct Reader<'a> {
     path: Option<&'a [&'a str]>,
     /// How many mapping entries enclose the current one.
     depth: usize,
+    /// The last line [`Reader::peek`] found: its position, indentation and content.
+    peeked: Option<(usize, usize, &'a str)>,
 }
 
 impl<'a> Reader<'a> {
@@ -127,15 +129,24 @@ impl<'a> Reader<'a> {
             build: true,
             path: None,
             depth: 0,
+            peeked: None,
         })
     }
 
-    /// The next line with content (blank and comment lines skipped), not consumed.
+    /// The next line with content (blank and comment lines skipped), not consumed. A line is
+    /// peeked at several times (by each enclosing block), so the last answer is kept.
     fn peek(&mut self) -> Option<(usize, &'a str)> {
+        if let Some((pos, indent, text)) = self.peeked
+            && pos == self.pos
+        {
+            return Some((indent, text));
+        }
         while let Some(line) = self.lines.get(self.pos) {
             let text = line.trim_start_matches(' ');
             if !text.is_empty() && !text.starts_with('#') {
-                return Some((line.len() - text.len(), text.trim_end_matches(' ')));
+                let found = (line.len() - text.len(), text.trim_end_matches(' '));
+                self.peeked = Some((self.pos, found.0, found.1));
+                return Some(found);
             }
             self.pos += 1;
         }
