@@ -1,11 +1,14 @@
 //! The `injector-host` command line: the subcommands, their dispatch to the generic commands
 //! ([`crate::commands`]) and Linkerd's ([`crate::linkerd::commands`]), and the one error type
-//! `main` prints. The only module that knows both halves.
+//! `main` prints. The only module that knows both halves. The generic commands print nothing:
+//! their stderr lines are printed here, as each step hands them back.
 
 use clap::{Parser, Subcommand};
 use thiserror::Error;
 
-use crate::commands::generic::{AnnotateArgs, CommandError, Output, RunArgs, annotate, run};
+use crate::commands::annotate::{self, AnnotateArgs};
+use crate::commands::common::{CommandError, Output};
+use crate::commands::run::{self, RunArgs};
 use crate::linkerd::commands::{InjectArgs, LinkerdError, RolloutArgs, inject, rollout};
 
 /// Why a command failed; its text is what `main` prints after `Error: `.
@@ -42,13 +45,29 @@ pub enum Command {
     Annotate(AnnotateArgs),
 }
 
-/// Runs the parsed command.
+/// Runs the parsed command; its stderr lines are printed before it returns (before `main`
+/// prints stdout), those of a step before the next step runs.
 pub fn execute(cli: &Cli) -> Result<Output, CliError> {
-    let stdout = match &cli.command {
-        Command::Rollout(args) => return Ok(rollout(args)?),
-        Command::Inject(args) => inject(args)?,
-        Command::Run(args) => run(args)?,
-        Command::Annotate(args) => annotate(args)?,
+    let output = match &cli.command {
+        Command::Rollout(args) => rollout(args)?,
+        Command::Inject(args) => inject(args)?.into(),
+        Command::Run(args) => {
+            let prepared = run::prepare(args)?;
+            print_stderr(&prepared.warnings);
+            prepared.evaluate()?
+        }
+        Command::Annotate(args) => {
+            let annotation = annotate::prepare(args)?;
+            print_stderr(&annotation.warnings());
+            annotation.write()?
+        }
     };
-    Ok(stdout.into())
+    print_stderr(&output.stderr);
+    Ok(output)
+}
+
+fn print_stderr(lines: &[String]) {
+    for line in lines {
+        eprintln!("{line}");
+    }
 }

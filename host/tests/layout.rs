@@ -40,8 +40,7 @@ fn the_engine_names_no_linkerd_and_no_command() {
 fn the_generic_commands_use_no_linkerd_command() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
     let mut offences = Vec::new();
-    for entry in std::fs::read_dir(&dir).expect("src/commands") {
-        let file = entry.expect("a directory entry").path();
+    for file in files_under(&dir) {
         let text = std::fs::read_to_string(&file).expect("a source file");
         let code = text
             .lines()
@@ -56,23 +55,34 @@ fn the_generic_commands_use_no_linkerd_command() {
     assert_eq!(offences, Vec::<String>::new());
 }
 
-#[test]
-fn every_file_says_what_it_owns() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut missing = Vec::new();
-    let mut stack = vec![src];
+/// Every file under `dir`, its subfolders' too (a command may be a folder).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).expect("a source folder") {
             let path = entry.expect("a directory entry").path();
             if path.is_dir() {
                 stack.push(path);
             } else {
-                let text = std::fs::read_to_string(&path).expect("a source file");
-                if !text.starts_with("//! ") {
-                    missing.push(path.display().to_string());
-                }
+                files.push(path);
             }
         }
     }
+    files.sort();
+    files
+}
+
+#[test]
+fn every_file_says_what_it_owns() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let missing: Vec<String> = files_under(&src)
+        .into_iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).expect("a source file");
+            !text.starts_with("//! ")
+        })
+        .map(|path| path.display().to_string())
+        .collect();
     assert_eq!(missing, Vec::<String>::new());
 }

@@ -1,5 +1,5 @@
 //! The Linkerd commands of `injector-host` (`rollout`, `inject`): their flags (on top of the
-//! shared ones of [`crate::commands::generic`]), and their work done by [`super::rollout`] and
+//! shared ones of [`crate::commands::common`]), and their work done by [`super::rollout`] and
 //! [`super::inject`].
 
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use super::inject::{InjectError, InjectOptions, Injector, read_inputs};
 use super::rollout::{
     RolloutError, RolloutOptions, RolloutReport, Workload, default_control_plane, run_rollout,
 };
-use crate::commands::generic::{
+use crate::commands::common::{
     CommandError, CommonArgs, Output, engine_config, fault_plan, log_sink, metadata, policy_settings,
     read_settings, settings_from,
 };
@@ -124,7 +124,11 @@ pub fn rollout(args: &RolloutArgs) -> Result<Output, LinkerdError> {
             report.replicas, report.rejected, report.errors
         )
     });
-    Ok(Output { stdout, failure })
+    Ok(Output {
+        stdout,
+        stderr: Vec::new(),
+        failure,
+    })
 }
 
 /// `injector-host rollout`: the report text (or JSON) and the report itself.
