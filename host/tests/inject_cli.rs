@@ -511,3 +511,88 @@ fn workload_namespace_label_is_the_manifests(
         "the manifest keeps its namespace, or its lack of one"
     );
 }
+
+/// A Deployment with one container, in namespace `shop`.
+const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\n\
+    spec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    \
+    spec:\n      containers: [{name: app, image: nginx}]\n";
+
+/// `--ignore-cluster` (Linkerd's name for injecting without a cluster): the settings alone, as
+/// `policy.valuesFrom: settings` would, without the user writing it.
+#[test]
+fn ignore_cluster_renders_from_the_settings_alone() {
+    // the default settings, but for the trust anchors: no cluster to read them from either
+    let settings = settings_file("ignore-cluster.json", json!({}));
+    let out = inject_raw(
+        &["--ignore-cluster", "--settings-path", path(&settings), "-"],
+        Some(DEPLOYMENT),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        "inject: values from the settings alone (--ignore-cluster): linkerd-config not read\n\
+         \ndeployment \"web\" injected\n\n"
+    );
+    let docs = docs(&text(&out.stdout));
+    assert_eq!(docs.len(), 1);
+    let template = &docs[0]["spec"]["template"];
+    assert_eq!(
+        container_names(template),
+        ["linkerd-init", "linkerd-proxy", "app"]
+    );
+    assert_eq!(template["spec"]["initContainers"][1]["name"], "linkerd-proxy");
+    let created_by = linkerd_injector_policy::settings::PolicyOptions::default().created_by;
+    assert_eq!(
+        template["metadata"]["annotations"]["linkerd.io/created-by"],
+        json!(created_by)
+    );
+
+    // the settings may say it themselves
+    let own = settings_file(
+        "ignore-cluster-own.json",
+        json!({"policy": {"valuesFrom": "settings"}}),
+    );
+    let again = inject_raw(
+        &["--ignore-cluster", "--settings-path", path(&own), "-"],
+        Some(DEPLOYMENT),
+    );
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert_eq!(again.stdout, out.stdout);
+}
+
+#[test]
+fn ignore_cluster_contradicted_is_refused() {
+    // with a cluster state: a usage error, before anything is read
+    let context = control_plane();
+    let out = inject_raw(
+        &["--ignore-cluster", "--context", path(&context), "-"],
+        Some(DEPLOYMENT),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(
+        text(&out.stderr).starts_with(
+            "error: the argument '--ignore-cluster' cannot be used with '--context <CONTEXT>'\n"
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+    // with settings that read linkerd-config: both named
+    let settings = settings_file(
+        "ignore-cluster-linkerd-config.json",
+        json!({"policy": {"valuesFrom": "linkerdConfig"}}),
+    );
+    let out = inject_raw(
+        &["--ignore-cluster", "--settings-path", path(&settings), "-"],
+        Some(DEPLOYMENT),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        text(&out.stderr),
+        "Error: --ignore-cluster renders from the settings alone, but the settings say \
+         `policy.valuesFrom: linkerdConfig` (Linkerd's values from the cluster's linkerd-config \
+         ConfigMap): drop --ignore-cluster and pass that ConfigMap with --context, or drop the \
+         setting\n"
+    );
+}

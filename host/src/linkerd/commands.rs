@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use linkerd_injector_policy::settings::ValuesSource;
+use serde_json::json;
 use thiserror::Error;
 
 use super::inject::{InjectError, InjectOptions, Injector, read_inputs};
@@ -20,8 +22,9 @@ use crate::commands::common::{
 use crate::hostcalls::cluster::{ClusterState, ClusterStateError};
 use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use crate::protocol::metadata::{MetadataError, PolicyMetadata};
+use crate::protocol::request::PolicySettings;
 use crate::runtime::callback::HostContext;
-use crate::runtime::engine::{Engine, EngineConfig, EngineError};
+use crate::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
 
 /// Why `rollout` or `inject` failed.
 #[derive(Debug, Error)]
@@ -40,7 +43,19 @@ pub enum LinkerdError {
     Context(#[from] ClusterStateError),
     #[error("cannot write the output: {0}")]
     Output(String),
+    #[error(
+        "--ignore-cluster renders from the settings alone, but the settings say `policy.valuesFrom: \
+         linkerdConfig` (Linkerd's values from the cluster's linkerd-config ConfigMap): drop \
+         --ignore-cluster and pass that ConfigMap with --context, or drop the setting"
+    )]
+    IgnoreClusterWithLinkerdConfig,
 }
+
+/// What `inject --ignore-cluster` says on stderr before the report: where Linkerd's values came
+/// from. The trust anchors are not named: as without a context, they come from the settings
+/// (`identityTrustAnchorsPEM`) or the module rejects the workload; no bundle is made up.
+pub const IGNORE_CLUSTER_NOTE: &str =
+    "inject: values from the settings alone (--ignore-cluster): linkerd-config not read";
 
 #[derive(Debug, Args)]
 pub struct RolloutArgs {
@@ -92,6 +107,10 @@ pub struct InjectArgs {
     /// Cluster state: Namespaces, Linkerd's linkerd-config and trust-roots ConfigMaps, owners (YAML/JSON objects)
     #[arg(long)]
     pub context: Option<PathBuf>,
+    /// Render from the settings alone, reading no linkerd-config (Linkerd's `--ignore-cluster`):
+    /// the module is sent `policy.valuesFrom: settings` unless the settings say where values come from
+    #[arg(long, conflicts_with = "context")]
+    pub ignore_cluster: bool,
     /// Policy metadata file whose contextAwareResources are granted (default: the module's
     /// embedded metadata, else policy.yaml next to the module)
     #[arg(long)]
@@ -194,28 +213,20 @@ fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), Linkerd
     Ok((text, report))
 }
 
-/// `injector-host inject`: prints the report on stderr, returns the YAML stream.
+/// `injector-host inject`: prints the report on stderr (after [`IGNORE_CLUSTER_NOTE`] with
+/// `--ignore-cluster`), returns the YAML stream.
 pub fn inject(args: &InjectArgs) -> Result<String, LinkerdError> {
-    let settings = policy_settings(settings_from(
+    let mut settings = policy_settings(settings_from(
         args.settings_path.as_deref(),
         args.settings_json.as_deref(),
     )?)?;
+    if args.ignore_cluster {
+        settings = values_from_settings(settings)?;
+    }
     let inputs = read_inputs(&args.inputs).map_err(InjectError::from)?;
     let engine = Engine::new(EngineConfig::without_deadline())?;
     let policy = engine.load_policy_file(&args.module)?;
-    let md = match &args.metadata_path {
-        Some(path) => Some(PolicyMetadata::from_file(path)?),
-        None => match policy.embedded_metadata() {
-            Some(md) => Some(md.clone()),
-            None => {
-                let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
-                match sibling {
-                    Some(p) if p.exists() => Some(PolicyMetadata::from_file(&p)?),
-                    _ => None,
-                }
-            }
-        },
-    };
+    let md = inject_metadata(args, &policy)?;
     let context = match &args.context {
         Some(path) => ClusterState::from_file(path)?,
         None => ClusterState::new(),
@@ -224,6 +235,7 @@ pub fn inject(args: &InjectArgs) -> Result<String, LinkerdError> {
         namespace: Some(args.namespace.clone()),
         ingress: args.ingress,
         enable_debug_sidecar: args.enable_debug_sidecar,
+        ignore_cluster: args.ignore_cluster,
     };
     let injector = Injector::new(
         &policy,
@@ -232,11 +244,84 @@ pub fn inject(args: &InjectArgs) -> Result<String, LinkerdError> {
         context,
         md.map(|m| m.context_aware_resources),
     );
+    // with the text report only: `-o json` keeps stderr one JSON object, `--quiet` empty
+    let text_report = !args.quiet && args.output != "json";
+    if args.ignore_cluster && text_report {
+        eprintln!("{IGNORE_CLUSTER_NOTE}");
+    }
     let output = injector.run(inputs)?;
     if !args.quiet && args.output == "json" {
         eprintln!("{}", output.report.to_json());
-    } else if !args.quiet {
+    } else if text_report {
         eprint!("{}", output.report.render());
     }
     Ok(output.yaml)
+}
+
+/// The metadata whose `contextAwareResources` are granted: `--metadata-path`, else the module's
+/// embedded metadata, else `policy.yaml` next to the module.
+fn inject_metadata(args: &InjectArgs, policy: &Policy) -> Result<Option<PolicyMetadata>, LinkerdError> {
+    if let Some(path) = &args.metadata_path {
+        return Ok(Some(PolicyMetadata::from_file(path)?));
+    }
+    if let Some(md) = policy.embedded_metadata() {
+        return Ok(Some(md.clone()));
+    }
+    match args.module.parent().map(|d| d.join("policy.yaml")) {
+        Some(p) if p.exists() => Ok(Some(PolicyMetadata::from_file(&p)?)),
+        _ => Ok(None),
+    }
+}
+
+/// The settings of `--ignore-cluster`: `policy.valuesFrom: settings` added when they do not say
+/// where Linkerd's values come from, so the module reads no linkerd-config (there is no cluster
+/// to read it from). `settings` is kept; `linkerdConfig` contradicts the flag; any other value
+/// is left for the module's settings validation to name, as without the flag.
+fn values_from_settings(mut settings: PolicySettings) -> Result<PolicySettings, LinkerdError> {
+    const VALUES_FROM: &str = "valuesFrom";
+    let policy = settings.0.entry("policy").or_insert_with(|| json!({}));
+    let Some(policy) = policy.as_object_mut() else {
+        return Ok(settings);
+    };
+    match policy.get(VALUES_FROM).cloned().map(serde_json::from_value) {
+        None => {
+            policy.insert(VALUES_FROM.into(), json!(ValuesSource::Settings));
+        }
+        Some(Ok(ValuesSource::LinkerdConfig)) => return Err(LinkerdError::IgnoreClusterWithLinkerdConfig),
+        Some(Ok(ValuesSource::Settings) | Err(_)) => {}
+    }
+    Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn settings(v: Value) -> PolicySettings {
+        PolicySettings::from_value(&v).unwrap()
+    }
+
+    #[test]
+    fn ignore_cluster_renders_from_the_settings() {
+        let with = |v: Value| values_from_settings(settings(v)).map(|s| Value::Object(s.0));
+        assert_eq!(
+            with(json!({})).unwrap(),
+            json!({"policy": {"valuesFrom": "settings"}})
+        );
+        assert_eq!(
+            with(json!({"policy": {"mode": "mutate"}, "proxy": {}})).unwrap(),
+            json!({"policy": {"mode": "mutate", "valuesFrom": "settings"}, "proxy": {}})
+        );
+        let own = json!({"policy": {"valuesFrom": "settings"}});
+        assert_eq!(with(own.clone()).unwrap(), own);
+        assert!(matches!(
+            with(json!({"policy": {"valuesFrom": "linkerdConfig"}})),
+            Err(LinkerdError::IgnoreClusterWithLinkerdConfig)
+        ));
+        // not this function's to judge: the module names what is wrong
+        for odd in [json!({"policy": {"valuesFrom": "cluster"}}), json!({"policy": 3})] {
+            assert_eq!(with(odd.clone()).unwrap(), odd);
+        }
+    }
 }

@@ -1,20 +1,31 @@
 //! Why a lookup failed, told to the user: manual injection reads no cluster, so when the module
 //! rejects an object after a lookup came back empty, the rejection names what the module looked
-//! for and how to provide it (`--context`). Read from the host's recorded exchanges of that one
-//! admission.
+//! for and how to provide it (`--context`; with `--ignore-cluster`, what the cluster state holds
+//! instead). Read from the host's recorded exchanges of that one admission.
 
 use serde_json::Value;
 
 use crate::hostcalls::replay::{CallbackRequestType, Exchange, ReplayResponse};
 
+/// What to do about a missing object, by how the run got its cluster state.
+const PASS_IT: &str = "manual injection reads no cluster, pass it with --context";
+const PASS_WHAT_IS_MISSING: &str = "manual injection reads no cluster, pass what is missing with --context";
+/// With `--ignore-cluster` there is no `--context` to pass it in: say what the state holds.
+const IGNORED: &str = "with --ignore-cluster it holds the input's Namespaces only (set what the \
+     policy needs in the settings, or pass it with --context instead of --ignore-cluster)";
+
 /// The hint lines (each starting with a newline) for a rejection after `exchanges`; empty when
-/// no lookup of them failed or listed the namespace the rejection names.
-pub(super) fn explain(exchanges: &[Exchange], rejection: &str) -> String {
+/// no lookup of them failed or listed the namespace the rejection names. `ignore_cluster`: the
+/// run was told to read no cluster state (`--ignore-cluster`), so `--context` is no remedy.
+pub(super) fn explain(exchanges: &[Exchange], rejection: &str, ignore_cluster: bool) -> String {
+    let (pass_it, pass_what_is_missing) = match ignore_cluster {
+        false => (PASS_IT, PASS_WHAT_IS_MISSING),
+        true => (IGNORED, IGNORED),
+    };
     let mut hints = String::new();
     for missing in failed_lookups(exchanges) {
         hints.push_str(&format!(
-            "\n  the policy looked up {missing}, which is not in the cluster state: manual \
-             injection reads no cluster, pass it with --context"
+            "\n  the policy looked up {missing}, which is not in the cluster state: {pass_it}"
         ));
     }
     for (listed, names) in listed_for(exchanges, rejection) {
@@ -24,8 +35,7 @@ pub(super) fn explain(exchanges: &[Exchange], rejection: &str) -> String {
             names.join(", ")
         };
         hints.push_str(&format!(
-            "\n  the policy listed {listed}, of which the cluster state holds {held}: manual \
-             injection reads no cluster, pass what is missing with --context"
+            "\n  the policy listed {listed}, of which the cluster state holds {held}: {pass_what_is_missing}"
         ));
     }
     hints
@@ -139,5 +149,29 @@ mod tests {
             ]
         );
         assert_eq!(listed_for(&[held, empty], "Namespace shop not found"), []);
+    }
+
+    #[test]
+    fn the_remedy_follows_how_the_run_got_its_cluster_state() {
+        let missing = Exchange {
+            request: CallbackRequestType::KubernetesGetResource {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: "roots".into(),
+                namespace: Some("linkerd".into()),
+                disable_cache: false,
+                field_masks: None,
+            },
+            response: ReplayResponse::Error {
+                message: "not found".into(),
+            },
+        };
+        let line = "\n  the policy looked up v1/ConfigMap linkerd/roots, which is not in the cluster state: ";
+        assert_eq!(
+            explain(std::slice::from_ref(&missing), "no", false),
+            format!("{line}{PASS_IT}")
+        );
+        assert_eq!(explain(&[missing], "no", true), format!("{line}{IGNORED}"));
+        assert_eq!(explain(&[], "no", true), "");
     }
 }

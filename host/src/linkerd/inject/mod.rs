@@ -63,6 +63,10 @@ pub struct InjectOptions {
     /// `config.linkerd.io/enable-debug-sidecar: "true"` for workloads that do not set it
     /// (Linkerd's `--enable-debug-sidecar`).
     pub enable_debug_sidecar: bool,
+    /// The run reads no cluster state but the Namespaces (Linkerd's `--ignore-cluster`): a failed
+    /// lookup's hint says so instead of pointing at `--context`. The settings are the caller's
+    /// to adapt.
+    pub ignore_cluster: bool,
 }
 
 /// Everything that stops a transformation; nothing is written to stdout then.

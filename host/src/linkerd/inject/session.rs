@@ -213,7 +213,11 @@ impl<'i> Session<'i> {
         let mut message = format!("rejected by the policy: {}", response.message());
         let recorded = self.host.lookups().recorded();
         let exchanges = recorded.get(before..).unwrap_or_default();
-        message.push_str(&hints::explain(exchanges, response.message()));
+        message.push_str(&hints::explain(
+            exchanges,
+            response.message(),
+            i.options.ignore_cluster,
+        ));
         Err(message)
     }
 }
