@@ -5,9 +5,6 @@ use crate::settings::Settings;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const BEGIN: &str = "// BEGIN GENERATED\n";
-const END: &str = "// END GENERATED\n";
-
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -103,7 +100,7 @@ fn generated() -> BTreeSet<String> {
 
 /// The table as Rust source: one line per top-level key, wrapped at 110 columns.
 fn render(keys: &BTreeSet<String>) -> String {
-    let mut out = String::from("#[rustfmt::skip]\nconst KNOWN: &[&str] = &[\n");
+    let mut out = String::from("#[rustfmt::skip]\npub(super) const KNOWN: &[&str] = &[\n");
     let mut line = String::new();
     let mut group = "";
     for key in keys {
@@ -138,11 +135,13 @@ fn table_matches_linkerds_values() {
     }
     let table = render(&want);
     if std::env::var_os("UPDATE_KNOWN_KEYS").is_some() {
-        let file = root().join("src/settings/known_keys.rs");
+        let file = root().join("src/settings/known_keys/table.rs");
         let text = std::fs::read_to_string(&file).unwrap();
-        let (head, rest) = text.split_once(BEGIN).expect("BEGIN marker");
-        let (_, tail) = rest.split_once(END).expect("END marker");
-        std::fs::write(&file, format!("{head}{BEGIN}{table}{END}{tail}")).unwrap();
+        // the file's doc comment stays; the table after it is replaced
+        let head = text
+            .split_once("#[rustfmt::skip]")
+            .map_or(text.as_str(), |(h, _)| h);
+        std::fs::write(&file, format!("{head}{table}")).unwrap();
         return;
     }
     panic!(
