@@ -24,7 +24,7 @@ policy.wasm: wasm-target
 	$(CARGO) build --locked --release --target $(WASM_TARGET) -p linkerd-injector-policy
 	cp $(MODULE) policy.wasm
 
-# The engine, optimised (profile `host`).
+# The injector-host binary and its engine, optimised (profile `host`).
 host:
 	$(CARGO) build --locked --profile host -p injector-host
 
@@ -41,8 +41,9 @@ lint:
 unit:
 	$(CARGO) test --locked -p linkerd-injector-policy -- --nocapture
 
+# The engine's tests (kubewarden-engine, engine/) and the commands' (injector-host, host/).
 host-test: policy.wasm
-	$(CARGO) test --locked -p injector-host
+	$(CARGO) test --locked -p kubewarden-engine -p injector-host
 
 # The module with its Kubewarden metadata (kwctl when installed, else injector-host annotate).
 KWCTL ?= kwctl

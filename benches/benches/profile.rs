@@ -17,8 +17,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use injector_benches::world::{self, Scenario, World};
-use injector_host::metadata::PolicyMetadata;
-use injector_host::{Engine, EngineConfig, HostContext, Policy, Settings};
+use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::{Engine, EngineConfig, HostContext, Policy, PolicySettings};
 use linkerd_injector_policy::cluster::MemoryCluster;
 
 #[inline(never)]
@@ -32,17 +32,17 @@ fn measured_native_floor(payload: &[u8]) -> Vec<u8> {
 }
 
 #[inline(never)]
-fn measured_engine(p: &Policy, host: &Arc<HostContext>, s: &Scenario, settings: &Settings) {
+fn measured_engine(p: &Policy, host: &Arc<HostContext>, s: &Scenario, settings: &PolicySettings) {
     black_box(p.evaluate(host, &s.request, settings).expect("evaluate"));
 }
 
 #[inline(never)]
-fn measured_guest(i: &injector_host::Instance, payload: &[u8]) -> Vec<u8> {
+fn measured_guest(i: &kubewarden_engine::Instance, payload: &[u8]) -> Vec<u8> {
     i.call("validate", payload).expect("validate")
 }
 
 #[inline(never)]
-fn measured_instantiate(p: &Policy, host: &Arc<HostContext>) -> injector_host::Instance {
+fn measured_instantiate(p: &Policy, host: &Arc<HostContext>) -> kubewarden_engine::Instance {
     p.instantiate(host).expect("instantiate")
 }
 
@@ -73,7 +73,7 @@ fn main() {
         Ok(path) => {
             let text = std::fs::read_to_string(&path).expect("SETTINGS file");
             let doc: serde_json::Value = serde_yaml_ng::from_str(&text).expect("SETTINGS is YAML");
-            let settings = Settings::from_value(&doc).expect("SETTINGS is a mapping");
+            let settings = PolicySettings::from_value(&doc).expect("SETTINGS is a mapping");
             let payload = world::payload(&s.request, &settings);
             (settings, Scenario { payload, ..s })
         }
@@ -140,7 +140,7 @@ fn main() {
     }
 }
 
-/// A wasmtime engine of our own (not `injector_host::Engine`), for what the host does not offer:
+/// A wasmtime engine of our own (not `kubewarden_engine::Engine`), for what the host does not offer:
 /// * `perf`: the JIT code registered in `/tmp/perf-PID.map`, so `perf record` / `perf report`
 ///   name the module's functions (build the module with `CARGO_PROFILE_RELEASE_STRIP=false`
 ///   to keep its name section); runs `validate` on fresh instances N times.

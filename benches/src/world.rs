@@ -8,11 +8,11 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use injector_host::lookup::{ClusterLookup, Lookups};
-use injector_host::rollout::{Rng, default_control_plane, pod_create_request, replica_set_for};
-use injector_host::{
+use injector_host::linkerd::rollout::{Rng, default_control_plane, pod_create_request, replica_set_for};
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, Lookups};
+use kubewarden_engine::{
     AdmissionRequest, ClusterState, ContextAwareResource, FaultPlan, HostContext, LogSink, LookupSource,
-    Settings,
+    PolicySettings,
 };
 use serde_json::{Value, json};
 
@@ -36,12 +36,12 @@ pub struct Scenario {
 }
 
 /// Empty settings (policy defaults), as `injector-host rollout` uses by default.
-pub fn settings() -> Settings {
-    Settings::default()
+pub fn settings() -> PolicySettings {
+    PolicySettings::default()
 }
 
 /// `{"request": ..., "settings": ...}`, as `Instance::validate` builds it.
-pub fn payload(request: &AdmissionRequest, settings: &Settings) -> Vec<u8> {
+pub fn payload(request: &AdmissionRequest, settings: &PolicySettings) -> Vec<u8> {
     serde_json::to_vec(&json!({"request": request, "settings": settings})).expect("payload")
 }
 

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use injector_host::protocol::metadata::{METADATA_SECTION, PolicyMetadata};
-use injector_host::protocol::sections::custom_section;
-use injector_host::runtime::engine::{Engine, EngineConfig};
+use kubewarden_engine::protocol::metadata::{METADATA_SECTION, PolicyMetadata};
+use kubewarden_engine::protocol::sections::custom_section;
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig};
 use serde_json::Value;
 
 fn manifest_dir() -> PathBuf {

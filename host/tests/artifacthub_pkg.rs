@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use injector_host::runtime::engine::Policy;
+use kubewarden_engine::runtime::engine::Policy;
 use serde_json::{Map, Value, json};
 
 fn read(p: &str) -> String {

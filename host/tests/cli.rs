@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Output};
 
 use common::*;
@@ -14,7 +13,7 @@ fn guest_file() -> std::path::PathBuf {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = std::env::temp_dir().join(format!(
-        "injector-host-test-guest-{}-{n}.wasm",
+        "kubewarden-engine-test-guest-{}-{n}.wasm",
         std::process::id()
     ));
     std::fs::write(&path, test_guest_wasm()).unwrap();
@@ -194,7 +193,7 @@ fn run_serves_context_only_with_allow_context_aware() {
         "--metadata-path",
         metadata.to_str().unwrap(),
         "--replay-host-capabilities-interactions",
-        &data("session.yml"),
+        &engine_test_data("session.yml").display().to_string(),
         module.to_str().unwrap(),
     ]);
     let replayed_json = stdout_json(&replayed);
@@ -221,5 +220,5 @@ fn missing_files_are_named() {
         String::from_utf8_lossy(&out.stderr)
             .starts_with("Error: cannot read module /nonexistent/policy.wasm:")
     );
-    assert!(Path::new(&data("session.yml")).exists());
+    assert!(engine_test_data("session.yml").exists());
 }

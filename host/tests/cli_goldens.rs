@@ -19,12 +19,12 @@
 
 use std::path::{Path, PathBuf};
 
-use injector_host::hostcalls::cluster::ClusterState;
 use injector_host::linkerd::answer::Injection;
 use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input};
-use injector_host::protocol::metadata::PolicyMetadata;
-use injector_host::protocol::request::PolicySettings;
-use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
+use kubewarden_engine::hostcalls::cluster::ClusterState;
+use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::protocol::request::PolicySettings;
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig, Policy};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -497,7 +497,7 @@ fn parse_stream(text: &str) -> Vec<Value> {
 
 struct Runner {
     policy: Policy,
-    allow: std::collections::BTreeSet<injector_host::protocol::metadata::ContextAwareResource>,
+    allow: std::collections::BTreeSet<kubewarden_engine::protocol::metadata::ContextAwareResource>,
 }
 
 impl Runner {

@@ -9,7 +9,7 @@
 mod common;
 mod policy_support;
 
-use injector_host::hostcalls::cluster::ClusterState;
+use kubewarden_engine::hostcalls::cluster::ClusterState;
 use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -55,7 +55,7 @@ fn through_module(
     extra_objects: Vec<Value>,
     uid: &str,
     release: Release,
-) -> Result<(Value, injector_host::AdmissionResponse), String> {
+) -> Result<(Value, kubewarden_engine::AdmissionResponse), String> {
     let mut state = ClusterState::new();
     let objects = [namespace(NAMESPACE, ns_annotations(ns)), neutral_linkerd_config()];
     for o in objects.into_iter().chain(extra_objects) {
@@ -349,7 +349,7 @@ fn admit_pod(
     settings_json: Value,
     annotations: Value,
     ns_annotations: Value,
-) -> (Value, injector_host::AdmissionResponse) {
+) -> (Value, kubewarden_engine::AdmissionResponse) {
     let (mut pod, rs) = with_deployment_owner(load(WEBHOOK_DATA, "pod-inject-enabled.yaml"));
     for (k, v) in annotations.as_object().into_iter().flatten() {
         pod["metadata"]["annotations"][k] = v.clone();

@@ -8,16 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use injector_host::hostcalls::cluster::ClusterState;
-use injector_host::hostcalls::fault::FaultPlan;
-use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use injector_host::linkerd::answer::Injection;
 use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input};
-use injector_host::protocol::metadata::ContextAwareResource;
-use injector_host::protocol::request::PolicySettings;
-use injector_host::protocol::request::{AdmissionRequest, UserInfo};
-use injector_host::runtime::callback::{HostContext, LogSink};
-use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, EnvVar, PodSecurityContext, SecurityContext, ServiceAccount, Toleration,
 };
@@ -25,6 +17,14 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kubewarden_engine::hostcalls::cluster::ClusterState;
+use kubewarden_engine::hostcalls::fault::FaultPlan;
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use kubewarden_engine::protocol::metadata::ContextAwareResource;
+use kubewarden_engine::protocol::request::PolicySettings;
+use kubewarden_engine::protocol::request::{AdmissionRequest, UserInfo};
+use kubewarden_engine::runtime::callback::{HostContext, LogSink};
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig, Policy};
 use kubewarden_policy_sdk::crd::policies::ClusterAdmissionPolicy;
 use kubewarden_policy_sdk::crd::policies::cluster_admission_policy::ClusterAdmissionPolicySpec;
 use kubewarden_policy_sdk::crd::policies::common::FailurePolicy;

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use common::*;
 use injector_host::linkerd::rollout::{Rng, pod_create_request};
-use injector_host::protocol::request::AdmissionRequest;
-use injector_host::runtime::callback::HostContext;
-use injector_host::runtime::engine::Policy;
+use kubewarden_engine::protocol::request::AdmissionRequest;
+use kubewarden_engine::runtime::callback::HostContext;
+use kubewarden_engine::runtime::engine::Policy;
 use serde_json::{Value, json};
 
 fn root() -> PathBuf {

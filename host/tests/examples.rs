@@ -10,10 +10,10 @@ mod policy_support;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use injector_host::hostcalls::payload::{GetResourceRequest, ListResourcesByNamespaceRequest};
-use injector_host::hostcalls::replay::CallbackRequestType;
-use injector_host::{AdmissionRequest, AdmissionResponse, ClusterState, FaultPlan};
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use kubewarden_engine::hostcalls::payload::{GetResourceRequest, ListResourcesByNamespaceRequest};
+use kubewarden_engine::hostcalls::replay::CallbackRequestType;
+use kubewarden_engine::{AdmissionRequest, AdmissionResponse, ClusterState, FaultPlan};
 use policy_support::*;
 use serde_json::{Value, json};
 
@@ -219,7 +219,7 @@ fn session_matches_the_context_file() {
     );
 
     // the replayed evaluation consumes every exchange, with nothing left over
-    let session = injector_host::hostcalls::replay::ReplaySession::from_file(&example("session.yml"))
+    let session = kubewarden_engine::hostcalls::replay::ReplaySession::from_file(&example("session.yml"))
         .expect("session.yml");
     let host = replay_host(session);
     let response = evaluate(&host, &request(), &example_settings());
@@ -227,7 +227,7 @@ fn session_matches_the_context_file() {
     assert_eq!(replay_leftovers(&host), 0);
 }
 
-fn example_settings() -> injector_host::PolicySettings {
+fn example_settings() -> kubewarden_engine::PolicySettings {
     let text = std::fs::read_to_string(example("settings.yaml")).unwrap();
     settings(serde_yaml_ng::from_str(&text).expect("settings.yaml"))
 }

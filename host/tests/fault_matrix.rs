@@ -241,7 +241,7 @@ fn values_reason(fault: &str) -> String {
 }
 
 /// Lookups made per resource key, served or not.
-fn lookups_by_resource(host: &injector_host::runtime::callback::HostContext) -> Vec<(String, u64)> {
+fn lookups_by_resource(host: &kubewarden_engine::runtime::callback::HostContext) -> Vec<(String, u64)> {
     host.stats()
         .by_resource
         .iter()

@@ -13,10 +13,10 @@ mod policy_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use injector_host::hostcalls::fault::FaultPlan;
-use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups, ResourceStats};
-use injector_host::hostcalls::replay::CallbackRequestType;
-use injector_host::runtime::callback::{HostContext, LogSink};
+use kubewarden_engine::hostcalls::fault::FaultPlan;
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups, ResourceStats};
+use kubewarden_engine::hostcalls::replay::CallbackRequestType;
+use kubewarden_engine::runtime::callback::{HostContext, LogSink};
 use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};

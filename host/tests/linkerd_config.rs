@@ -11,10 +11,10 @@ mod policy_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use injector_host::ClusterState;
-use injector_host::hostcalls::fault::FaultPlan;
-use injector_host::protocol::response::{AdmissionResponse, AdmissionResponseStatus};
-use injector_host::runtime::callback::HostContext;
+use kubewarden_engine::ClusterState;
+use kubewarden_engine::hostcalls::fault::FaultPlan;
+use kubewarden_engine::protocol::response::{AdmissionResponse, AdmissionResponseStatus};
+use kubewarden_engine::runtime::callback::HostContext;
 use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use common::*;
 use injector_host::linkerd::rollout::{PodAdmission, Rng, classify, pod_create_request};
-use injector_host::runtime::callback::HostContext;
-use injector_host::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
-use injector_host::runtime::memory::{WASM_PAGE, peak_linear_memory};
-use injector_host::{AdmissionRequest, AdmissionResponse};
+use kubewarden_engine::runtime::callback::HostContext;
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
+use kubewarden_engine::runtime::memory::{WASM_PAGE, peak_linear_memory};
+use kubewarden_engine::{AdmissionRequest, AdmissionResponse};
 use serde_json::{Value, json};
 
 const MIB: usize = 1024 * 1024;

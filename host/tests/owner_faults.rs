@@ -17,12 +17,12 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use injector_host::hostcalls::fault::FaultPlan;
-use injector_host::hostcalls::lookup::ResourceStats;
-use injector_host::hostcalls::replay::ReplaySession;
-use injector_host::protocol::response::AdmissionResponseStatus;
-use injector_host::runtime::callback::HostContext;
-use injector_host::{AdmissionResponse, ClusterState};
+use kubewarden_engine::hostcalls::fault::FaultPlan;
+use kubewarden_engine::hostcalls::lookup::ResourceStats;
+use kubewarden_engine::hostcalls::replay::ReplaySession;
+use kubewarden_engine::protocol::response::AdmissionResponseStatus;
+use kubewarden_engine::runtime::callback::HostContext;
+use kubewarden_engine::{AdmissionResponse, ClusterState};
 use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};

@@ -6,8 +6,8 @@ use common::*;
 use injector_host::linkerd::rollout::{
     PodAdmission, Rng, RolloutOptions, Workload, classify, pod_create_request, run_rollout,
 };
-use injector_host::protocol::metadata::PolicyMetadata;
-use injector_host::runtime::engine::{Engine, EngineConfig};
+use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig};
 use serde_json::json;
 
 #[test]
@@ -15,11 +15,14 @@ fn declares_its_context_aware_resources() {
     let md = PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml");
     assert!(
         md.context_aware_resources
-            .contains(&injector_host::ContextAwareResource::new("apps/v1", "ReplicaSet"))
+            .contains(&kubewarden_engine::ContextAwareResource::new(
+                "apps/v1",
+                "ReplicaSet"
+            ))
     );
     assert!(
         md.context_aware_resources
-            .contains(&injector_host::ContextAwareResource::new("v1", "Namespace"))
+            .contains(&kubewarden_engine::ContextAwareResource::new("v1", "Namespace"))
     );
 }
 

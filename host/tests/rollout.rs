@@ -5,11 +5,11 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::hostcalls::cluster::ClusterState;
-use injector_host::hostcalls::fault::FaultPlan;
-use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use injector_host::linkerd::rollout::{RolloutOptions, Workload, run_rollout};
-use injector_host::runtime::callback::{HostContext, LogSink};
+use kubewarden_engine::hostcalls::cluster::ClusterState;
+use kubewarden_engine::hostcalls::fault::FaultPlan;
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use kubewarden_engine::runtime::callback::{HostContext, LogSink};
 use serde_json::json;
 
 fn rollout_host() -> Arc<HostContext> {

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use injector_host::rollout::{LatencySummary, PodAdmission as PodOutcome, classify};
-use injector_host::{AdmissionResponse, HostContext, Policy, Settings};
+use injector_host::linkerd::rollout::{LatencySummary, PodAdmission as PodOutcome, classify};
+use kubewarden_engine::{AdmissionResponse, HostContext, Policy, PolicySettings};
 
 use crate::stats::iterations;
 use crate::world::Scenario;
@@ -15,7 +15,7 @@ pub struct Engines {
     pub ours: Policy,
     pub floor: Policy,
     pub host: Arc<HostContext>,
-    pub settings: Settings,
+    pub settings: PolicySettings,
 }
 
 /// Ours and the floor on one request.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use injector_host::{Engine, HostContext, Policy, Settings};
+use kubewarden_engine::{Engine, HostContext, Policy, PolicySettings};
 
 use super::admission::Engines;
 use crate::world::Scenario;
@@ -24,7 +24,7 @@ pub const REFERENCE: &str = "trivial mutating policy";
 pub struct Candidate {
     pub name: String,
     pub policy: Policy,
-    pub settings: Settings,
+    pub settings: PolicySettings,
 }
 
 /// What one candidate measured.
@@ -127,11 +127,11 @@ fn throughput(
 }
 
 /// The shipped settings file (`deploy/settings/*.yaml`, YAML) as settings.
-fn shipped_settings(path: &Path) -> Settings {
+fn shipped_settings(path: &Path) -> PolicySettings {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let value: serde_json::Value =
         serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    Settings::from_value(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    PolicySettings::from_value(&value).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The row's policies: trivial, trivial + lookup, trivial + ours' host calls, ours (empty and
@@ -142,18 +142,18 @@ pub fn candidates(engine: &Engine, e: &Engines, trivial: &Path, shipped: &Path) 
     let trivial = engine
         .load_policy("trivial", &trivial_bytes)
         .expect("trivial policy");
-    let with_lookup = Settings::from_value(&serde_json::json!({"lookup": true})).expect("settings");
+    let with_lookup = PolicySettings::from_value(&serde_json::json!({"lookup": true})).expect("settings");
     // The injected pod's own host calls: the Namespace, then the control plane's ConfigMaps.
     let with_ours_calls =
-        Settings::from_value(&serde_json::json!({"lookup": true, "listConfigMaps": "linkerd"}))
+        PolicySettings::from_value(&serde_json::json!({"lookup": true, "listConfigMaps": "linkerd"}))
             .expect("settings");
-    let candidate = |name: &str, policy: &Policy, settings: Settings| Candidate {
+    let candidate = |name: &str, policy: &Policy, settings: PolicySettings| Candidate {
         name: name.to_owned(),
         policy: policy.clone(),
         settings,
     };
     vec![
-        candidate(REFERENCE, &trivial, Settings::default()),
+        candidate(REFERENCE, &trivial, PolicySettings::default()),
         candidate("trivial + 1 cached Namespace lookup", &trivial, with_lookup),
         candidate(
             "trivial + ours' host calls (Namespace, ConfigMap list)",
@@ -166,6 +166,6 @@ pub fn candidates(engine: &Engine, e: &Engines, trivial: &Path, shipped: &Path) 
             &e.ours,
             shipped_settings(shipped),
         ),
-        candidate("floor (echo)", &e.floor, Settings::default()),
+        candidate("floor (echo)", &e.floor, PolicySettings::default()),
     ]
 }

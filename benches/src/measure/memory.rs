@@ -1,5 +1,5 @@
 //! Peak linear memory of one admission: the smallest memory cap under which it still gets its
-//! uncapped answer (bisection, `injector_host::memory::peak_linear_memory`).
+//! uncapped answer (bisection, `kubewarden_engine::runtime::memory::peak_linear_memory`).
 
 use super::admission::Engines;
 use crate::world::Scenario;
@@ -17,7 +17,7 @@ pub fn measure_memory(e: &Engines, scenarios: &[&Scenario]) -> Vec<PeakMemory> {
         .iter()
         .map(|s| {
             let peak = |p| {
-                injector_host::memory::peak_linear_memory(p, &e.host, &s.request, &e.settings)
+                kubewarden_engine::runtime::memory::peak_linear_memory(p, &e.host, &s.request, &e.settings)
                     .expect("peak memory")
             };
             PeakMemory {

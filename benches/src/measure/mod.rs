@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use injector_host::metadata::PolicyMetadata;
-use injector_host::rollout::LatencySummary;
-use injector_host::{Engine, EngineConfig, Policy};
+use injector_host::linkerd::rollout::LatencySummary;
+use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::{Engine, EngineConfig, Policy};
 
 use crate::args::Args;
 use crate::world::{self, Scenario, World};

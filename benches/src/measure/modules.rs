@@ -7,8 +7,8 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use injector_host::rollout::LatencySummary;
-use injector_host::{Engine, HostContext, Policy};
+use injector_host::linkerd::rollout::LatencySummary;
+use kubewarden_engine::{Engine, HostContext, Policy};
 
 use crate::format::ms;
 

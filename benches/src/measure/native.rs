@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use injector_host::rollout::LatencySummary;
-use injector_host::{HostContext, Policy};
+use injector_host::linkerd::rollout::LatencySummary;
+use kubewarden_engine::{HostContext, Policy};
 use linkerd_injector_policy::cluster::MemoryCluster;
 
 use super::admission::Engines;

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use injector_host::{AdmissionResponse, Policy, ValidationResponse};
+use kubewarden_engine::{AdmissionResponse, Policy, ValidationResponse};
 
 use super::admission::Engines;
 use crate::world::Scenario;

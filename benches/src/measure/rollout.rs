@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use injector_host::rollout::RolloutReport;
+use injector_host::linkerd::rollout::RolloutReport;
 
 use crate::args::Args;
 

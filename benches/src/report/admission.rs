@@ -4,7 +4,7 @@
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
-use injector_host::rollout::LatencySummary;
+use injector_host::linkerd::rollout::LatencySummary;
 
 use crate::format::{kib, us};
 use crate::measure::admission::PairResult;

@@ -14,7 +14,7 @@ pub fn write_header(w: &mut String, command: &str, machine: &str, load_end: &str
     )?;
     writeln!(
         w,
-        "* Engine: `injector-host` library, optimised (`host` profile), wasmtime with policy-server's defaults (2 s deadline, epoch interruption on); one compiled module per policy, a **fresh instance per request** (`Policy::evaluate` = instantiate + `validate` + JSON-patch diff + base64)."
+        "* Engine: `kubewarden-engine` library, optimised (`host` profile), wasmtime with policy-server's defaults (2 s deadline, epoch interruption on); one compiled module per policy, a **fresh instance per request** (`Policy::evaluate` = instantiate + `validate` + JSON-patch diff + base64)."
     )?;
     writeln!(
         w,

@@ -9,7 +9,7 @@ pub fn write_memory(w: &mut String, rows: &[PeakMemory]) -> fmt::Result {
     writeln!(w, "## Peak linear memory of one admission\n")?;
     writeln!(
         w,
-        "The smallest memory cap (`EngineConfig::max_memory`, in 64 KiB wasm pages) under which the admission still gets its uncapped answer; linear memory only grows, so this is the instance's peak, initial memory (data and the 1 MiB stack) included. Found by bisection (`injector_host::memory::peak_linear_memory`); deterministic, not a timing.\n"
+        "The smallest memory cap (`EngineConfig::max_memory`, in 64 KiB wasm pages) under which the admission still gets its uncapped answer; linear memory only grows, so this is the instance's peak, initial memory (data and the 1 MiB stack) included. Found by bisection (`kubewarden_engine::runtime::memory::peak_linear_memory`); deterministic, not a timing.\n"
     )?;
     writeln!(
         w,

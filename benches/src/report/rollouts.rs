@@ -3,7 +3,7 @@
 
 use std::fmt::{self, Write as _};
 
-use injector_host::rollout::RolloutReport;
+use injector_host::linkerd::rollout::RolloutReport;
 
 use crate::format::us;
 use crate::measure::Measurements;

@@ -10,14 +10,14 @@ use serde_json::Value;
 use thiserror::Error;
 
 use crate::commands::annotate::AnnotateError;
-use crate::hostcalls::capabilities::CapabilityError;
-use crate::hostcalls::cluster::ClusterStateError;
-use crate::hostcalls::fault::{FaultParseError, FaultPlan, FaultRule};
-use crate::hostcalls::replay::ReplayError;
-use crate::protocol::metadata::{MetadataError, PolicyMetadata};
-use crate::protocol::request::{PolicySettings, RequestError};
-use crate::runtime::callback::LogSink;
-use crate::runtime::engine::{EngineConfig, EngineError, Policy};
+use kubewarden_engine::hostcalls::capabilities::CapabilityError;
+use kubewarden_engine::hostcalls::cluster::ClusterStateError;
+use kubewarden_engine::hostcalls::fault::{FaultParseError, FaultPlan, FaultRule};
+use kubewarden_engine::hostcalls::replay::ReplayError;
+use kubewarden_engine::protocol::metadata::{MetadataError, PolicyMetadata};
+use kubewarden_engine::protocol::request::{PolicySettings, RequestError};
+use kubewarden_engine::runtime::callback::LogSink;
+use kubewarden_engine::runtime::engine::{EngineConfig, EngineError, Policy};
 
 #[derive(Debug, Error)]
 pub enum CommandError {

@@ -17,15 +17,15 @@ use serde_json::Value;
 use super::common::{
     CommandError, CommonArgs, Output, engine_config, fault_plan, log_sink, metadata, read_settings,
 };
-use crate::hostcalls::capabilities::HostCapabilities;
-use crate::hostcalls::cluster::ClusterState;
-use crate::hostcalls::fault::FaultPlan;
-use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use crate::hostcalls::replay::ReplaySession;
-use crate::protocol::metadata::{ContextAwareResource, PolicyMetadata};
-use crate::protocol::request::{AdmissionRequest, PolicySettings};
-use crate::runtime::callback::HostContext;
-use crate::runtime::engine::{Engine, Policy};
+use kubewarden_engine::hostcalls::capabilities::HostCapabilities;
+use kubewarden_engine::hostcalls::cluster::ClusterState;
+use kubewarden_engine::hostcalls::fault::FaultPlan;
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use kubewarden_engine::hostcalls::replay::ReplaySession;
+use kubewarden_engine::protocol::metadata::{ContextAwareResource, PolicyMetadata};
+use kubewarden_engine::protocol::request::{AdmissionRequest, PolicySettings};
+use kubewarden_engine::runtime::callback::HostContext;
+use kubewarden_engine::runtime::engine::{Engine, Policy};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {

@@ -6,7 +6,7 @@
 use serde_json::Value;
 use thiserror::Error;
 
-use crate::protocol::response::{AdmissionResponse, PatchDecodeError};
+use kubewarden_engine::protocol::response::{AdmissionResponse, PatchDecodeError};
 
 /// The audit annotation in which the module says what it did, and its values: the core's own
 /// definitions.

@@ -19,12 +19,12 @@ use crate::commands::common::{
     CommandError, CommonArgs, Output, engine_config, fault_plan, log_sink, metadata, policy_settings,
     read_settings, settings_from,
 };
-use crate::hostcalls::cluster::{ClusterState, ClusterStateError};
-use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use crate::protocol::metadata::{MetadataError, PolicyMetadata};
-use crate::protocol::request::PolicySettings;
-use crate::runtime::callback::HostContext;
-use crate::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
+use kubewarden_engine::hostcalls::cluster::{ClusterState, ClusterStateError};
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use kubewarden_engine::protocol::metadata::{MetadataError, PolicyMetadata};
+use kubewarden_engine::protocol::request::PolicySettings;
+use kubewarden_engine::runtime::callback::HostContext;
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
 
 /// Why `rollout` or `inject` failed.
 #[derive(Debug, Error)]

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::protocol::request::{AdmissionRequest, UserInfo};
+use kubewarden_engine::protocol::request::{AdmissionRequest, UserInfo};
 
 /// A Deployment or ReplicaSet without a field the controllers need.
 #[derive(Debug, Error, PartialEq, Eq)]

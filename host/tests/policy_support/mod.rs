@@ -11,15 +11,15 @@ use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use injector_host::hostcalls::cluster::ClusterState;
-use injector_host::hostcalls::fault::{FaultPlan, FaultRule};
-use injector_host::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use injector_host::hostcalls::replay::ReplaySession;
-use injector_host::protocol::metadata::PolicyMetadata;
-use injector_host::protocol::request::{AdmissionRequest, PolicySettings};
-use injector_host::protocol::response::{AdmissionResponse, PatchType};
-use injector_host::runtime::callback::{HostContext, LogSink};
-use injector_host::runtime::engine::{Engine, EngineConfig, Policy};
+use kubewarden_engine::hostcalls::cluster::ClusterState;
+use kubewarden_engine::hostcalls::fault::{FaultPlan, FaultRule};
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use kubewarden_engine::hostcalls::replay::ReplaySession;
+use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::protocol::request::{AdmissionRequest, PolicySettings};
+use kubewarden_engine::protocol::response::{AdmissionResponse, PatchType};
+use kubewarden_engine::runtime::callback::{HostContext, LogSink};
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig, Policy};
 use serde_json::{Value, json};
 
 use crate::common::{policy_wasm_path, policy_yaml_path};

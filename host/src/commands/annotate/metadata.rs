@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::AnnotateError;
-use crate::protocol::metadata::ContextAwareResource;
+use kubewarden_engine::protocol::metadata::ContextAwareResource;
 
 /// `Operation` of a rule (Kubernetes' names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

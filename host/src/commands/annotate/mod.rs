@@ -26,8 +26,8 @@ use clap::Args;
 use thiserror::Error;
 
 use super::common::{CommandError, Output};
-use crate::protocol::sections::{SectionError, sections};
-use crate::runtime::engine::EngineError;
+use kubewarden_engine::protocol::sections::{SectionError, sections};
+use kubewarden_engine::runtime::engine::EngineError;
 pub use metadata::{ExecutionMode, Metadata, Operation, PolicyType, ProtocolVersion, Rule};
 pub use wasm::{HOST_CAPABILITIES, detect_host_capabilities, protocol_version, write_metadata_section};
 

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use super::AnnotateError;
 use super::metadata::ProtocolVersion;
-use crate::hostcalls::lookup::Lookups;
-use crate::protocol::metadata::METADATA_SECTION;
-use crate::protocol::sections::{Section, SectionError, append_custom_section, sections};
-use crate::runtime::callback::{HostContext, LogSink};
-use crate::runtime::engine::{Engine, EngineConfig};
+use kubewarden_engine::hostcalls::lookup::Lookups;
+use kubewarden_engine::protocol::metadata::METADATA_SECTION;
+use kubewarden_engine::protocol::sections::{Section, SectionError, append_custom_section, sections};
+use kubewarden_engine::runtime::callback::{HostContext, LogSink};
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig};
 
 /// Host capability operations policy-evaluator knows, as `(namespace, operation)`.
 pub const HOST_CAPABILITIES: &[(&str, &str)] = &[
@@ -119,7 +119,7 @@ pub fn protocol_version(module: &[u8]) -> Result<ProtocolVersion, AnnotateError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::sections::custom_section;
+    use kubewarden_engine::protocol::sections::custom_section;
 
     fn module_with(customs: &[(&str, &[u8])]) -> Vec<u8> {
         // a type section with no types, then the custom sections

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::hostcalls::replay::{CallbackRequestType, Exchange, ReplayResponse};
+use kubewarden_engine::hostcalls::replay::{CallbackRequestType, Exchange, ReplayResponse};
 
 /// What to do about a missing object, by how the run got its cluster state.
 const PASS_IT: &str = "manual injection reads no cluster, pass it with --context";

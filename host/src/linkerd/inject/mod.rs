@@ -37,13 +37,13 @@ use thiserror::Error;
 
 use crate::commands::manifests::{self, Parsed, Piece, ReadError, for_each_object, str_at};
 pub use crate::commands::manifests::{Input, read_inputs};
-use crate::hostcalls::cluster::ClusterState;
-use crate::hostcalls::fault::FaultPlan;
-use crate::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use crate::protocol::metadata::ContextAwareResource;
-use crate::protocol::request::PolicySettings;
-use crate::runtime::callback::{HostContext, LogSink};
-use crate::runtime::engine::{EngineError, Policy};
+use kubewarden_engine::hostcalls::cluster::ClusterState;
+use kubewarden_engine::hostcalls::fault::FaultPlan;
+use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
+use kubewarden_engine::protocol::metadata::ContextAwareResource;
+use kubewarden_engine::protocol::request::PolicySettings;
+use kubewarden_engine::runtime::callback::{HostContext, LogSink};
+use kubewarden_engine::runtime::engine::{EngineError, Policy};
 pub use report::{Entry, Report};
 use session::Session;
 

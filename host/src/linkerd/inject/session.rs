@@ -11,9 +11,9 @@ use super::report::{Entry, Report};
 use super::{InjectError, InjectOutput, Injector, USERNAME, hints, object_name, object_namespace};
 use crate::commands::manifests::{self, Parsed, Piece, leading_comments, marker, separate, str_at};
 use crate::linkerd::answer::{self, Injection};
-use crate::protocol::request::{AdmissionRequest, UserInfo};
-use crate::protocol::response::AdmissionResponse;
-use crate::runtime::callback::HostContext;
+use kubewarden_engine::protocol::request::{AdmissionRequest, UserInfo};
+use kubewarden_engine::protocol::response::AdmissionResponse;
+use kubewarden_engine::runtime::callback::HostContext;
 
 /// One run of [`Injector::run`](super::Injector::run): the module's host, the output and the report so far.
 pub(super) struct Session<'i> {

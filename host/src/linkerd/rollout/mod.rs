@@ -31,10 +31,10 @@ pub use report::{LatencySummary, LimitReport, RolloutReport};
 pub use tally::{PodAdmission, classify};
 pub use workload::{DEFAULT_LINKERD_VALUES, DUMMY_TRUST_BUNDLE, Workload, default_control_plane};
 
-use crate::protocol::request::{AdmissionRequest, PolicySettings};
-use crate::protocol::response::DEADLINE_MESSAGE;
-use crate::runtime::callback::HostContext;
-use crate::runtime::engine::{EngineError, Policy};
+use kubewarden_engine::protocol::request::{AdmissionRequest, PolicySettings};
+use kubewarden_engine::protocol::response::DEADLINE_MESSAGE;
+use kubewarden_engine::runtime::callback::HostContext;
+use kubewarden_engine::runtime::engine::{EngineError, Policy};
 use tally::Tally;
 
 #[derive(Debug, Error)]

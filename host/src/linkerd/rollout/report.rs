@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::hostcalls::lookup::LookupStats;
+use kubewarden_engine::hostcalls::lookup::LookupStats;
 
 /// Per-admission latency, milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use std::sync::PoisonError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::linkerd::answer::{self, Injection};
-use crate::protocol::response::AdmissionResponse;
+use kubewarden_engine::protocol::response::AdmissionResponse;
 use serde_json::Value;
 
 /// What one pod admission of the rollout came to.

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use injector_host::protocol::response::DEADLINE_MESSAGE;
+use kubewarden_engine::protocol::response::DEADLINE_MESSAGE;
 use serde_json::json;
 
 const ENDLESS_WAT: &str = r#"

@@ -5,8 +5,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use injector_host::hostcalls::cache::DEFAULT_TTL;
-use injector_host::hostcalls::fault::{FaultPlan, FaultRule};
+use kubewarden_engine::hostcalls::cache::DEFAULT_TTL;
+use kubewarden_engine::hostcalls::fault::{FaultPlan, FaultRule};
 use serde_json::json;
 
 const ALL: &[(&str, &str)] = &[("v1", "Namespace"), ("apps/v1", "ReplicaSet")];

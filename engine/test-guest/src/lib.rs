@@ -1,4 +1,5 @@
-//! Test guest for injector-host. `validate` does what `settings` says:
+//! Test guest for kubewarden-engine (and injector-host's command tests). `validate` does what
+//! `settings` says:
 //! * `"spin": true` loops forever (deadline tests);
 //! * `"fail": "msg"` returns a guest error;
 //! * `"raw_response": "..."` returns these bytes as the answer;

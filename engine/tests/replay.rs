@@ -6,13 +6,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use injector_host::hostcalls::lookup::{LookupSource, Lookups};
-use injector_host::hostcalls::replay::ReplaySession;
-use injector_host::runtime::callback::{HostContext, LogSink};
+use kubewarden_engine::hostcalls::lookup::{LookupSource, Lookups};
+use kubewarden_engine::hostcalls::replay::ReplaySession;
+use kubewarden_engine::runtime::callback::{HostContext, LogSink};
 use serde_json::json;
 
 fn replay_host(allow: &[(&str, &str)]) -> Arc<HostContext> {
-    let session = ReplaySession::from_file(&manifest_dir().join("tests/data/session.yml")).unwrap();
+    let session = ReplaySession::from_file(&engine_test_data("session.yml")).unwrap();
     Arc::new(HostContext::new(
         "t",
         resources(allow),

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use injector_host::protocol::response::DELETE_MUTATION_MESSAGE;
+use kubewarden_engine::protocol::response::DELETE_MUTATION_MESSAGE;
 use serde_json::{Value, json};
 
 fn pod() -> Value {

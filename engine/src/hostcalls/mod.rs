@@ -4,7 +4,7 @@
 //!
 //! Dependencies run one way: `lookup` (the front the dispatcher calls) uses `cluster`, `cache`,
 //! `fault`, `field_mask` and `replay`; `replay` and `lookup` share `payload`; `cluster` uses
-//! `selector`. Nothing here uses `runtime` or the commands.
+//! `selector`. Nothing here uses `runtime`.
 
 pub mod cache;
 pub mod capabilities;

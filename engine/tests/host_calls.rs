@@ -198,16 +198,16 @@ fn unknown_bindings_namespaces_operations_and_other_capabilities_are_refused() {
 
 #[test]
 fn the_host_capability_allow_list_gates_every_namespace_but_tracing() {
-    use injector_host::hostcalls::capabilities::HostCapabilities;
-    use injector_host::{
+    use kubewarden_engine::hostcalls::capabilities::HostCapabilities;
+    use kubewarden_engine::{
         HostContext, LogSink,
-        lookup::{ClusterLookup, LookupSource, Lookups},
+        hostcalls::lookup::{ClusterLookup, LookupSource, Lookups},
     };
     let engine = engine();
     let policy = guest(&engine);
     let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::new(
         state(CLUSTER),
-        injector_host::FaultPlan::new(),
+        kubewarden_engine::FaultPlan::new(),
     )));
     let only_lists = HostCapabilities::new(["kubernetes/list_resources_all", "oci/*"]).unwrap();
     let host = std::sync::Arc::new(
@@ -270,7 +270,7 @@ fn tracing_log_records_are_served() {
     assert_eq!(logs.len(), 1);
     assert_eq!(logs[0]["message"], "hello from the guest");
     assert_eq!(host.log_count(), 1);
-    let line = injector_host::runtime::callback::format_log("p", &logs[0]);
+    let line = kubewarden_engine::runtime::callback::format_log("p", &logs[0]);
     assert!(line.starts_with("INFO policy=p hello from the guest"), "{line}");
     assert!(line.contains("component=test-guest"), "{line}");
 }
