@@ -13,28 +13,22 @@
     )
 )]
 
-pub mod admit;
+// The stages, in the order an admission goes through them.
+mod admission;
+mod parse;
+mod render;
+mod shell;
+mod values;
+
+/// Shared by the stages: Linkerd's annotation and label keys, and the lookups of cluster objects.
 pub mod annotations;
 pub mod cluster;
-pub mod config;
-pub mod control_plane;
-pub mod control_plane_reads;
-pub mod decide;
-pub mod guard;
-pub mod helm_yaml;
-pub mod inject;
-pub mod kubewarden_cluster;
-pub mod opaque;
-pub mod outcome;
-pub mod owner;
-pub mod parse;
-pub mod pod;
-pub mod render;
-pub mod settings;
-pub mod trust;
-pub mod verify;
-pub mod version;
-pub mod wire;
+
+// The public surface: what the host, the playground, the benchmarks and the tests use.
+pub use admission::{admit, decide, opaque, outcome, owner, pod};
+pub use render::config;
+pub use shell::wire;
+pub use values::{helm_yaml, linkerd_config, settings, trust};
 
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 
@@ -53,7 +47,10 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(wire::validate(payload, &kubewarden_cluster::KubewardenCluster))
+    Ok(wire::validate(
+        payload,
+        &shell::kubewarden_cluster::KubewardenCluster,
+    ))
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {

@@ -704,7 +704,7 @@ fn settings_examples_say_what_they_claim() {
     let hardened = yaml(&deploy("settings/hardened.yaml"));
     // every restricted key is an annotation the policy reads
     let known = std::fs::read_to_string(root().join("src/annotations.rs")).unwrap()
-        + &std::fs::read_to_string(root().join("src/config.rs")).unwrap();
+        + &std::fs::read_to_string(root().join("src/render/config.rs")).unwrap();
     for key in hardened["policy"]["restrictedAnnotations"].as_array().unwrap() {
         let key = key.as_str().unwrap();
         let suffix = key.rsplit('/').next().unwrap();

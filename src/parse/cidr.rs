@@ -1,7 +1,7 @@
 //! CIDR blocks as Go's `net.ParseCIDR` reads them (Go 1.22+, built on `net/netip`).
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 
 /// Why a string is not a CIDR block.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -28,7 +28,9 @@ pub struct Cidr {
 
 impl Cidr {
     /// The address with its host bits cleared (Go's `IPNet.IP`).
+    #[cfg(test)]
     pub fn network(&self) -> IpAddr {
+        use std::net::{Ipv4Addr, Ipv6Addr};
         match self.addr {
             IpAddr::V4(v4) => {
                 let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
@@ -137,6 +139,7 @@ fn why_not_an_address(s: &str) -> &'static str {
 mod tests {
     use super::*;
     use rstest::rstest;
+    use std::net::Ipv4Addr;
 
     fn cidr(addr: &str, prefix: u8) -> Cidr {
         Cidr {

@@ -5,9 +5,11 @@ use std::fmt;
 /// Why a string is not a port or port range.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PortError {
+    #[cfg(test)]
     /// Not a decimal integer from 0 to 65535.
     #[error("invalid port {input:?}: expected an integer from 0 to 65535")]
     Port { input: String },
+    #[cfg(test)]
     /// Not a decimal integer from 1 to 65535.
     #[error("invalid port {input:?}: expected an integer from 1 to 65535")]
     NonZeroPort { input: String },
@@ -44,11 +46,13 @@ impl PortRange {
     }
 
     /// Whether `port` is in the range.
+    #[cfg(test)]
     pub const fn contains(&self, port: u16) -> bool {
         self.lower <= port && port <= self.upper
     }
 
     /// Every port of the range, in order.
+    #[cfg(test)]
     pub fn ports(&self) -> std::ops::RangeInclusive<u16> {
         self.lower..=self.upper
     }
@@ -69,11 +73,13 @@ impl fmt::Display for PortRange {
 ///
 /// Like Go's `Atoi`, a sign and leading zeros are accepted (`+80`, `-0`, `0080`); whitespace is
 /// not. Port 0 is valid here, as in Linkerd; use [`parse_port_nonzero`] for listening ports.
+#[cfg(test)]
 pub fn parse_port(s: &str) -> Result<u16, PortError> {
     atoi_port(s).ok_or_else(|| PortError::Port { input: s.to_owned() })
 }
 
 /// Parses a port that something listens on or connects to: as [`parse_port`], but 1..=65535.
+#[cfg(test)]
 pub fn parse_port_nonzero(s: &str) -> Result<u16, PortError> {
     match atoi_port(s) {
         Some(port) if port != 0 => Ok(port),

@@ -122,6 +122,7 @@ impl Quantity {
     /// Negative values round away from zero (`-1.5` → -2), as Kubernetes does for most of them
     /// (its arbitrary-precision path rounds some toward +∞ instead). Saturates at
     /// `i64::MAX`/`i64::MIN` where Kubernetes returns 0 or a wrapped value.
+    #[cfg(test)]
     pub fn ceil_value(&self) -> i64 {
         let magnitude = self.ceil_magnitude();
         let signed = if self.negative {
@@ -163,6 +164,7 @@ impl Quantity {
 
     /// The value as an `f64`, correctly rounded (Kubernetes' `AsApproximateFloat64` may be off
     /// in the last bit); out-of-range values are infinite.
+    #[cfg(test)]
     pub fn as_f64(&self) -> f64 {
         if self.digits.is_empty() {
             return 0.0;
@@ -177,11 +179,13 @@ impl Quantity {
     }
 
     /// Whether the value is below zero.
+    #[cfg(test)]
     pub fn is_negative(&self) -> bool {
         self.negative
     }
 
     /// Whether the value is zero.
+    #[cfg(test)]
     pub fn is_zero(&self) -> bool {
         self.digits.is_empty()
     }

@@ -2,7 +2,7 @@
 //! `linkerd-network-validator`, and the optional `linkerd-debug`.
 
 use super::{Context, env};
-use crate::pod;
+use crate::admission::pod;
 use serde_json::{Map, Value, json};
 
 const RUNTIME_DEFAULT: &str = "RuntimeDefault";

@@ -1,15 +1,18 @@
 //! What injection adds to a pod: containers, init containers and volumes, as JSON values.
 
+pub mod config;
 mod containers;
 mod env;
 mod inbound_ports;
+pub mod inject;
+pub mod version;
 mod volumes;
 
 pub use containers::{debug_container, init_container, network_validator, proxy_container};
 pub use inbound_ports::inbound_ports;
 pub use volumes::{end_entity_volume, podinfo_volume, token_volume, xtables_volume};
 
-use crate::config::ProxyConfig;
+use crate::render::config::ProxyConfig;
 use serde_json::Value;
 
 /// Everything rendering needs, computed once per pod.

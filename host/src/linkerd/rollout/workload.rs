@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use linkerd_injector_policy::annotations::CONTROL_PLANE_NS_LABEL;
-use linkerd_injector_policy::control_plane::VALUES_KEY;
+use linkerd_injector_policy::linkerd_config::VALUES_KEY;
 use linkerd_injector_policy::settings::PolicyOptions;
 use linkerd_injector_policy::trust::BUNDLE_KEY;
 use serde::Deserialize;

@@ -5,7 +5,7 @@
 //! list is served from a watch-backed reflector, so it is as fresh as a get.
 
 use crate::cluster::{Cluster, ListLookup, Lookup, LookupError};
-use crate::settings::{ConfigMapLookup, PolicyOptions};
+use crate::values::settings::{ConfigMapLookup, PolicyOptions};
 use serde_json::Value;
 use std::cell::OnceCell;
 

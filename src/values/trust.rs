@@ -1,7 +1,7 @@
 //! The identity trust bundle: inline in the settings, or read from Linkerd's ConfigMap.
 
 use crate::cluster::{Cluster, Lookup, LookupError};
-use crate::settings::{Settings, TrustAnchorsSource};
+use crate::values::settings::{Settings, TrustAnchorsSource};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

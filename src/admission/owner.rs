@@ -8,7 +8,7 @@
 //! taken is reported.
 
 use crate::cluster::{Cluster, Lookup, LookupError};
-use crate::settings::OwnerResolution;
+use crate::values::settings::OwnerResolution;
 use serde_json::Value;
 
 /// Owner kinds that get a `linkerd.io/proxy-<kind>` label.

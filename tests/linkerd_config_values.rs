@@ -6,7 +6,7 @@ mod common;
 
 use common::{linkerd_config, load, namespace};
 use linkerd_injector_policy::cluster::{Call, LookupError, MemoryCluster};
-use linkerd_injector_policy::control_plane::{Read, Values, ValuesError};
+use linkerd_injector_policy::linkerd_config::{Read, Values, ValuesError};
 use linkerd_injector_policy::outcome::{Outcome, Verdict};
 use linkerd_injector_policy::settings::Settings;
 use pretty_assertions::assert_eq;

@@ -1,22 +1,22 @@
 //! One admission request through the core: kind and operation dispatch, namespace lookup,
 //! decision, configuration, owner, rendering. Pure apart from the [`Cluster`] lookups.
 
+use crate::admission::decide::{self, Decision, DecisionInput};
+use crate::admission::guard;
+use crate::admission::opaque;
+use crate::admission::outcome::{INJECTED, INJECTION_AUDIT_KEY, Outcome, Verdict, skipped_audit};
+use crate::admission::owner::{self, Owner, Resolution};
+use crate::admission::pod;
+use crate::admission::verify;
 use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
-use crate::config::{self, Layers};
-use crate::control_plane::{Read, Values};
-use crate::control_plane_reads::ControlPlaneReads;
-use crate::decide::{self, Decision, DecisionInput};
-use crate::guard;
-use crate::inject::Plan;
-use crate::opaque;
-use crate::outcome::{INJECTED, INJECTION_AUDIT_KEY, Outcome, Verdict, skipped_audit};
-use crate::owner::{self, Owner, Resolution};
-use crate::pod;
 use crate::render::Context;
-use crate::settings::{LookupFailure, Mode, Settings};
-use crate::trust;
-use crate::verify;
+use crate::render::config::{self, Layers};
+use crate::render::inject::Plan;
+use crate::values::config_maps::ControlPlaneReads;
+use crate::values::linkerd_config::{Read, Values};
+use crate::values::settings::{LookupFailure, Mode, Settings};
+use crate::values::trust;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

@@ -1,10 +1,10 @@
 //! The waPC payloads: decoding `validate` / `validate_settings` input and encoding the
 //! answers in the shapes of Kubewarden's SDK, deterministically (sorted maps).
 
-use crate::admit::{self, Request};
+use crate::admission::admit::{self, Request};
+use crate::admission::outcome::{Outcome, Verdict};
 use crate::cluster::Cluster;
-use crate::outcome::{Outcome, Verdict};
-use crate::settings::Settings;
+use crate::values::settings::Settings;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -4,9 +4,9 @@
 //! Linkerd has none of these; all but the root rule are off by default.
 
 use crate::annotations as ann;
-use crate::config::ProxyConfig;
 use crate::render::Context;
-use crate::settings::Settings;
+use crate::render::config::ProxyConfig;
+use crate::values::settings::Settings;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,7 @@
 //! The known-key table against the Linkerd documents it is generated from, and its cost.
 
 use super::*;
-use crate::settings::Settings;
+use crate::values::settings::Settings;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -135,7 +135,7 @@ fn table_matches_linkerds_values() {
     }
     let table = render(&want);
     if std::env::var_os("UPDATE_KNOWN_KEYS").is_some() {
-        let file = root().join("src/settings/known_keys/table.rs");
+        let file = root().join("src/values/settings/known_keys/table.rs");
         let text = std::fs::read_to_string(&file).unwrap();
         // the file's doc comment stays; the table after it is replaced
         let head = text

@@ -5,11 +5,11 @@
 //! produce a warning naming the annotation (Linkerd only logs them); two values make Linkerd
 //! fail the render and are rejected here too, with the annotation named.
 
+use crate::admission::pod;
 use crate::annotations as ann;
 use crate::parse::{duration, go, ports, quantity::Quantity};
-use crate::pod;
-use crate::settings::{Settings, VersionOutsideWindow};
-use crate::version::{self, Rendering};
+use crate::render::version::{self, Rendering};
+use crate::values::settings::{Settings, VersionOutsideWindow};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -359,10 +359,10 @@ fn apply_inbound_policy(v: &mut Settings, layers: &Layers<'_>, warnings: &mut Ve
         return;
     };
     let p = &mut v.proxy;
-    if crate::settings::INBOUND_POLICIES.contains(&x) {
+    if crate::values::settings::INBOUND_POLICIES.contains(&x) {
         p.default_inbound_policy = x.to_string();
     } else {
-        let expected = format!("one of {}", crate::settings::INBOUND_POLICIES.join(", "));
+        let expected = format!("one of {}", crate::values::settings::INBOUND_POLICIES.join(", "));
         invalid(
             warnings,
             ann::DEFAULT_INBOUND_POLICY,

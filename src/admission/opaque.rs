@@ -4,7 +4,7 @@
 //! default list (`proxy.opaquePorts`) filtered to the ports the object exposes. Entries are
 //! compared as exact strings, so a range in the default list never matches.
 
-use crate::pod;
+use crate::admission::pod;
 use serde_json::Value;
 
 /// A port the default list may name: the number compared with the list, and the port written

@@ -6,11 +6,11 @@
 //! control plane injects now is reported (what `linkerd check --proxy` warns about), not refused:
 //! it runs, and a restart of its workload updates it.
 
+use crate::admission::decide::{AnnotationAt, Decision, SkipReason};
+use crate::admission::outcome::{Outcome, Verdict};
+use crate::admission::pod;
 use crate::annotations as ann;
-use crate::decide::{AnnotationAt, Decision, SkipReason};
-use crate::outcome::{Outcome, Verdict};
-use crate::pod;
-use crate::settings::Settings;
+use crate::values::settings::Settings;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! Whether a pod gets a proxy: Linkerd's decision table, reasons and their exact texts.
 
-use crate::pod;
+use crate::admission::pod;
 use serde_json::Value;
 use std::fmt;
 

@@ -9,7 +9,7 @@
 //! unusable `linkerd-config` never rejects a workload that asked for no proxy.
 
 use crate::cluster::{Cluster, Lookup, LookupError};
-use crate::settings::{Settings, SettingsError, ValuesFailure, ValuesSource};
+use crate::values::settings::{Settings, SettingsError, ValuesFailure, ValuesSource};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
@@ -209,12 +209,10 @@ fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesErr
 
 /// Parses the values and layers them under the settings; all or nothing.
 fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, ValuesError> {
-    let values: Value =
-        crate::helm_yaml::from_str_keeping(text, Settings::reads_from_values).map_err(|e| {
-            ValuesError::NotYaml {
-                at: at.clone(),
-                message: e.to_string(),
-            }
+    let values: Value = crate::values::helm_yaml::from_str_keeping(text, Settings::reads_from_values)
+        .map_err(|e| ValuesError::NotYaml {
+            at: at.clone(),
+            message: e.to_string(),
         })?;
     settings
         .over_values(values)
@@ -226,15 +224,15 @@ fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, Values
 /// list. `None` for anything else (a document the fast reader declines, another type, an
 /// invalid list), which the whole read then explains.
 fn opaque_ports_of(text: &str) -> Option<String> {
-    let doc = crate::helm_yaml::fast_along(text, &["proxy", "opaquePorts"])?;
+    let doc = crate::values::helm_yaml::fast_along(text, &["proxy", "opaquePorts"])?;
     let ports = match doc.get("proxy") {
         None | Some(Value::Null) => None,
         Some(Value::Object(proxy)) => proxy.get("opaquePorts").filter(|v| !v.is_null()),
         Some(_) => return None,
     };
     match ports {
-        None => Some(crate::settings::DEFAULT_OPAQUE_PORTS.to_string()),
-        Some(Value::String(s)) if crate::settings::opaque_ports_are_valid(s) => Some(s.clone()),
+        None => Some(crate::values::settings::DEFAULT_OPAQUE_PORTS.to_string()),
+        Some(Value::String(s)) if crate::values::settings::opaque_ports_are_valid(s) => Some(s.clone()),
         Some(_) => None,
     }
 }

@@ -1,7 +1,7 @@
 //! What happened to one admission request; the shell turns it into a `ValidationResponse`.
 
-use crate::decide::SkipReason;
-use crate::owner::Owner;
+use crate::admission::decide::SkipReason;
+use crate::admission::owner::Owner;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

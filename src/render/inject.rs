@@ -1,7 +1,7 @@
 //! Adds the proxy to a pod (or pod template) object, editing its raw JSON: additions only,
 //! at the positions Linkerd's patch uses.
 
-use crate::pod::{array_entry, object_entry};
+use crate::admission::pod::{array_entry, object_entry};
 use crate::render::{self, Context};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! Settings that exist only in this policy, under the `policy` key.
 
-use crate::version::{self, Edge, Rendering, Tag};
+use crate::render::version::{self, Edge, Rendering, Tag};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 

@@ -1,0 +1,11 @@
+//! One admission: the request's kind and operation, the namespace, Linkerd's decision, then a
+//! skip, an injection or (verify mode) a check, and the outcome the shell encodes.
+
+pub mod admit;
+pub mod decide;
+pub mod guard;
+pub mod opaque;
+pub mod outcome;
+pub mod owner;
+pub mod pod;
+pub mod verify;

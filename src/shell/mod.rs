@@ -1,0 +1,5 @@
+//! The module's edges: the waPC payloads in and out, and the [`Cluster`](crate::cluster::Cluster)
+//! over Kubewarden's host capabilities.
+
+pub mod kubewarden_cluster;
+pub mod wire;
