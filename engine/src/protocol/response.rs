@@ -37,12 +37,18 @@ pub struct SettingsValidationResponse {
     pub message: Option<String>,
 }
 
+/// Settings the guest refused, with its message (empty when it gave none), in policy-server's
+/// words.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("Provided settings are not valid: {0}")]
+pub struct SettingsRejected(pub String);
+
 impl SettingsValidationResponse {
-    /// `Err` with the guest's message (empty when it gave none) when the settings are invalid.
-    pub fn into_result(self) -> Result<(), String> {
+    /// `Err` with the guest's message when the settings are invalid.
+    pub fn into_result(self) -> Result<(), SettingsRejected> {
         match self.valid {
             true => Ok(()),
-            false => Err(self.message.unwrap_or_default()),
+            false => Err(SettingsRejected(self.message.unwrap_or_default())),
         }
     }
 }

@@ -16,6 +16,7 @@ use kubewarden_engine::hostcalls::fault::{FaultParseError, FaultPlan, FaultRule}
 use kubewarden_engine::hostcalls::replay::ReplayError;
 use kubewarden_engine::protocol::metadata::{MetadataError, PolicyMetadata};
 use kubewarden_engine::protocol::request::{PolicySettings, RequestError};
+use kubewarden_engine::protocol::response::SettingsRejected;
 use kubewarden_engine::runtime::callback::LogSink;
 use kubewarden_engine::runtime::engine::{EngineConfig, EngineError, Policy};
 
@@ -68,8 +69,8 @@ pub enum CommandError {
         #[source]
         source: std::io::Error,
     },
-    #[error("Provided settings are not valid: {0}")]
-    InvalidSettings(String),
+    #[error(transparent)]
+    InvalidSettings(#[from] SettingsRejected),
     #[error("cannot write the output: {0}")]
     Output(String),
     #[error(transparent)]

@@ -42,6 +42,7 @@ use kubewarden_engine::hostcalls::fault::FaultPlan;
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use kubewarden_engine::protocol::metadata::ContextAwareResource;
 use kubewarden_engine::protocol::request::PolicySettings;
+use kubewarden_engine::protocol::response::SettingsRejected;
 use kubewarden_engine::runtime::callback::{HostContext, LogSink};
 use kubewarden_engine::runtime::engine::{EngineError, Policy};
 pub use report::{Entry, Report};
@@ -78,8 +79,8 @@ pub enum InjectError {
     Parse(Vec<String>),
     #[error("{}", .0.join("\n"))]
     Rejected(Vec<String>),
-    #[error("Provided settings are not valid: {0}")]
-    InvalidSettings(String),
+    #[error(transparent)]
+    InvalidSettings(#[from] SettingsRejected),
     #[error("cannot build the cluster state: {0}")]
     State(String),
     #[error(transparent)]

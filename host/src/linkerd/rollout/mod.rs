@@ -32,7 +32,7 @@ pub use tally::{PodAdmission, classify};
 pub use workload::{DEFAULT_LINKERD_VALUES, DUMMY_TRUST_BUNDLE, Workload, default_control_plane};
 
 use kubewarden_engine::protocol::request::{AdmissionRequest, PolicySettings};
-use kubewarden_engine::protocol::response::DEADLINE_MESSAGE;
+use kubewarden_engine::protocol::response::{DEADLINE_MESSAGE, SettingsRejected};
 use kubewarden_engine::runtime::callback::HostContext;
 use kubewarden_engine::runtime::engine::{EngineError, Policy};
 use tally::Tally;
@@ -59,8 +59,8 @@ pub enum RolloutError {
     ClusterState { what: String, message: String },
     #[error("cannot instantiate the policy to validate its settings: {0}")]
     Instantiate(#[source] EngineError),
-    #[error("Provided settings are not valid: {0}")]
-    InvalidSettings(String),
+    #[error(transparent)]
+    InvalidSettings(#[from] SettingsRejected),
     #[error("replicas must be at least 1 and workers at least 1")]
     Counts,
 }
