@@ -73,8 +73,10 @@ fn inject_raw(args: &[&str], stdin: Option<&str>) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    if let Some(text) = stdin {
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // a command refused before it reads its input (a usage error) closes the pipe first:
+        // the write then fails, and the output says what happened
+        let _ = pipe.write_all(text.as_bytes());
     }
     child.wait_with_output().unwrap()
 }
