@@ -5,14 +5,6 @@ use std::fmt;
 /// Why a string is not a port or port range.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PortError {
-    #[cfg(test)]
-    /// Not a decimal integer from 0 to 65535.
-    #[error("invalid port {input:?}: expected an integer from 0 to 65535")]
-    Port { input: String },
-    #[cfg(test)]
-    /// Not a decimal integer from 1 to 65535.
-    #[error("invalid port {input:?}: expected an integer from 1 to 65535")]
-    NonZeroPort { input: String },
     /// More than one `-`.
     #[error("invalid port range {input:?}: expected \"<port>\" or \"<lower>-<upper>\"")]
     Shape { input: String },
@@ -44,18 +36,6 @@ impl PortRange {
             upper: port,
         }
     }
-
-    /// Whether `port` is in the range.
-    #[cfg(test)]
-    pub const fn contains(&self, port: u16) -> bool {
-        self.lower <= port && port <= self.upper
-    }
-
-    /// Every port of the range, in order.
-    #[cfg(test)]
-    pub fn ports(&self) -> std::ops::RangeInclusive<u16> {
-        self.lower..=self.upper
-    }
 }
 
 impl fmt::Display for PortRange {
@@ -66,24 +46,6 @@ impl fmt::Display for PortRange {
         } else {
             write!(f, "{}-{}", self.lower, self.upper)
         }
-    }
-}
-
-/// Parses a port like Linkerd's `util.ParsePort`: Go `strconv.Atoi` then 0..=65535.
-///
-/// Like Go's `Atoi`, a sign and leading zeros are accepted (`+80`, `-0`, `0080`); whitespace is
-/// not. Port 0 is valid here, as in Linkerd; use [`parse_port_nonzero`] for listening ports.
-#[cfg(test)]
-pub fn parse_port(s: &str) -> Result<u16, PortError> {
-    atoi_port(s).ok_or_else(|| PortError::Port { input: s.to_owned() })
-}
-
-/// Parses a port that something listens on or connects to: as [`parse_port`], but 1..=65535.
-#[cfg(test)]
-pub fn parse_port_nonzero(s: &str) -> Result<u16, PortError> {
-    match atoi_port(s) {
-        Some(port) if port != 0 => Ok(port),
-        _ => Err(PortError::NonZeroPort { input: s.to_owned() }),
     }
 }
 
@@ -164,7 +126,8 @@ pub fn format_port_ranges(ranges: &[PortRange]) -> String {
         .join(",")
 }
 
-/// Go's `strconv.Atoi` restricted to 0..=65535.
+/// A port like Linkerd's `util.ParsePort`: Go's `strconv.Atoi` restricted to 0..=65535 (a sign
+/// and leading zeros accepted, `+80`, `-0`, `0080`; whitespace not).
 fn atoi_port(s: &str) -> Option<u16> {
     super::go::parse_int(s).and_then(|n| u16::try_from(n).ok())
 }
@@ -195,20 +158,7 @@ mod tests {
     #[case::name("http", None)]
     #[case::unicode_digits("８０", None)]
     fn parses_ports(#[case] input: &str, #[case] expected: Option<u16>) {
-        assert_eq!(parse_port(input).ok(), expected);
-        assert_eq!(parse_port_nonzero(input).ok(), expected.filter(|&p| p != 0));
-    }
-
-    #[test]
-    fn explains_port_errors() {
-        assert_eq!(
-            parse_port("65536").map_err(|e| e.to_string()),
-            Err(r#"invalid port "65536": expected an integer from 0 to 65535"#.to_owned())
-        );
-        assert_eq!(
-            parse_port_nonzero("0").map_err(|e| e.to_string()),
-            Err(r#"invalid port "0": expected an integer from 1 to 65535"#.to_owned())
-        );
+        assert_eq!(atoi_port(input), expected);
     }
 
     #[rstest]
@@ -335,14 +285,7 @@ mod tests {
     }
 
     #[test]
-    fn range_helpers() {
-        assert!(range(10, 20).contains(10));
-        assert!(range(10, 20).contains(20));
-        assert!(!range(10, 20).contains(21));
-        assert_eq!(
-            range(65534, 65535).ports().collect::<Vec<_>>(),
-            vec![65534, 65535]
-        );
+    fn a_single_port_is_written_alone() {
         assert_eq!(PortRange::single(7).to_string(), "7");
     }
 }
