@@ -46,18 +46,22 @@ fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
     &doc[start..start + heading.len() + end]
 }
 
+/// The lines of a piece of markdown outside fenced blocks (the fences left out too).
+fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut in_fence = false;
+    text.lines().filter(move |line| {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            return false;
+        }
+        !in_fence
+    })
+}
+
 /// Inline code spans (`...`) of a piece of markdown, fenced blocks left out.
 fn code_spans(text: &str) -> Vec<&str> {
     let mut spans = Vec::new();
-    let mut in_fence = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_fence = !in_fence;
-            continue;
-        }
-        if in_fence {
-            continue;
-        }
+    for line in prose_lines(text) {
         let mut parts = line.split('`');
         parts.next();
         while let (Some(inside), Some(_)) = (parts.next(), parts.next()) {
@@ -98,14 +102,7 @@ fn anchor(heading: &str) -> String {
 /// The targets of `[text](target)` links in a piece of markdown, fenced blocks left out.
 fn link_targets(text: &str) -> Vec<&str> {
     let mut targets = Vec::new();
-    let mut in_fence = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            in_fence = !in_fence;
-        }
-        if in_fence {
-            continue;
-        }
+    for line in prose_lines(text) {
         for (i, _) in line.match_indices("](") {
             let rest = &line[i + 2..];
             if let Some(end) = rest.find(')') {
