@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 use linkerd_injector_policy::settings::ValuesSource;
-use serde_json::json;
+use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::inject::{InjectError, InjectOptions, Injector, read_inputs};
@@ -279,11 +279,16 @@ fn inject_metadata(args: &InjectArgs, policy: &Policy) -> Result<Option<PolicyMe
 /// is left for the module's settings validation to name, as without the flag.
 fn values_from_settings(mut settings: PolicySettings) -> Result<PolicySettings, LinkerdError> {
     const VALUES_FROM: &str = "valuesFrom";
-    let policy = settings.0.entry("policy").or_insert_with(|| json!({}));
+    // `null` means unset in the settings (the default, linkerdConfig), like an absent key
+    let policy = settings.0.entry("policy").or_insert(Value::Null);
+    if policy.is_null() {
+        *policy = json!({});
+    }
     let Some(policy) = policy.as_object_mut() else {
         return Ok(settings);
     };
-    match policy.get(VALUES_FROM).cloned().map(serde_json::from_value) {
+    let said = policy.get(VALUES_FROM).filter(|v| !v.is_null());
+    match said.cloned().map(serde_json::from_value) {
         None => {
             policy.insert(VALUES_FROM.into(), json!(ValuesSource::Settings));
         }
@@ -296,7 +301,6 @@ fn values_from_settings(mut settings: PolicySettings) -> Result<PolicySettings, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
 
     fn settings(v: Value) -> PolicySettings {
         PolicySettings::from_value(&v).unwrap()
@@ -312,6 +316,15 @@ mod tests {
         assert_eq!(
             with(json!({"policy": {"mode": "mutate"}, "proxy": {}})).unwrap(),
             json!({"policy": {"mode": "mutate", "valuesFrom": "settings"}, "proxy": {}})
+        );
+        // null is unset, as everywhere in the settings
+        assert_eq!(
+            with(json!({"policy": null})).unwrap(),
+            json!({"policy": {"valuesFrom": "settings"}})
+        );
+        assert_eq!(
+            with(json!({"policy": {"valuesFrom": null}})).unwrap(),
+            json!({"policy": {"valuesFrom": "settings"}})
         );
         let own = json!({"policy": {"valuesFrom": "settings"}});
         assert_eq!(with(own.clone()).unwrap(), own);
