@@ -1,6 +1,8 @@
-//! Linkerd's values from the control plane's `linkerd-config` ConfigMap (the default): the same
-//! pods as settings holding the same values, settings overriding them key by key, and every way
-//! the ConfigMap can be unusable, under both `policy.linkerdConfigFailure` choices.
+//! Linkerd's values from the control plane's `linkerd-config` ConfigMap (the default): settings
+//! overriding them key by key, and every way the ConfigMap can be unusable, under both
+//! `policy.linkerdConfigFailure` choices. That each of Linkerd's own renderings gives the same
+//! answer as settings holding the same values is proved through the module
+//! (host/tests/linkerd_config.rs).
 
 mod common;
 
@@ -41,12 +43,6 @@ fn admit(settings: &Settings, objects: Vec<Value>) -> (Outcome, MemoryCluster) {
     (out, cluster)
 }
 
-/// The `values` document of a stored `linkerd-config`, as the JSON settings would hold it.
-fn values_of(config_map: &Value) -> Value {
-    let text = config_map["data"]["values"].as_str().expect("data.values");
-    serde_yaml_ng::from_str(text).expect("the golden's values are YAML")
-}
-
 fn proxy_env<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
     let all = pod["spec"]["initContainers"].as_array().into_iter().flatten();
     let all = all.chain(pod["spec"]["containers"].as_array().into_iter().flatten());
@@ -54,42 +50,6 @@ fn proxy_env<'a>(pod: &'a Value, name: &str) -> Option<&'a Value> {
         .flat_map(|c| c["env"].as_array().into_iter().flatten())
         .find(|e| e["name"] == name)
         .map(|e| &e["value"])
-}
-
-/// Each of Linkerd's own `linkerd-config` renderings, read from the cluster, injects exactly the
-/// pod that settings holding the same values inject.
-#[rstest]
-fn cluster_values_inject_what_the_same_settings_inject(
-    #[values("edge-26.5.1", "edge-26.8.3")] tag: &str,
-    #[values(
-        "install_default.yaml",
-        "install_ha_output.yaml",
-        "install_helm_control_plane_output.yaml"
-    )]
-    golden: &str,
-) {
-    let config_map = load(&format!("tests/fixtures/linkerd-config/{tag}"), golden);
-    let control_plane = config_map["metadata"]["namespace"].clone();
-    let policy = json!({"trustAnchors": "configMap", "controlPlaneNamespace": control_plane});
-    let from_cluster = settings(json!({"policy": policy}));
-    let mut pasted = values_of(&config_map);
-    pasted["policy"] = json!({"trustAnchors": "configMap", "controlPlaneNamespace": control_plane,
-        "valuesFrom": "settings"});
-    let from_settings = settings(pasted);
-
-    let mut roots = trust_roots();
-    roots["metadata"]["namespace"] = control_plane.clone();
-    let objects = vec![meshed_namespace(), roots, config_map];
-    let (a, cluster) = admit(&from_cluster, objects.clone());
-    let (b, _) = admit(&from_settings, objects);
-    assert!(matches!(a.verdict, Verdict::Injected { .. }), "{:?}", a.verdict);
-    assert_eq!(a, b, "{tag} {golden}");
-    let calls: Vec<String> = cluster.calls().iter().map(Call::describe).collect();
-    let list = format!(
-        "list ConfigMaps in namespace {}",
-        control_plane.as_str().unwrap_or_default()
-    );
-    assert_eq!(calls, ["get Namespace shop".to_string(), list]);
 }
 
 /// The settings override the control plane's values key by key; keys they do not set come from

@@ -2,6 +2,7 @@
 //! what the module does.
 
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 
 fn yaml(file: &str) -> Value {
     let path = format!("{}/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -18,29 +19,28 @@ fn policy_metadata_declares_what_the_module_needs() {
         m["rules"],
         json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods", "services"], "operations": ["CREATE"]}])
     );
-    // Every lookup the core makes (admit.rs, owner.rs, trust.rs) is declared.
-    let declared: Vec<(String, String)> = m["contextAwareResources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            (
-                r["apiVersion"].as_str().unwrap().into(),
-                r["kind"].as_str().unwrap().into(),
-            )
-        })
-        .collect();
-    for (api, kind) in [
+    // Exactly the kinds the core looks up (admission/, values/config_maps.rs, values/trust.rs):
+    // an undeclared one would be refused by the engine, an extra one granted for nothing.
+    #[derive(serde::Deserialize, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    struct Resource {
+        api_version: String,
+        kind: String,
+    }
+    let declared: BTreeSet<Resource> = serde_json::from_value(m["contextAwareResources"].clone()).unwrap();
+    let looked_up: BTreeSet<Resource> = [
         ("v1", "Namespace"),
         ("apps/v1", "ReplicaSet"),
         ("batch/v1", "Job"),
         ("v1", "ConfigMap"),
-    ] {
-        assert!(
-            declared.contains(&(api.into(), kind.into())),
-            "{api}/{kind} not declared"
-        );
-    }
+    ]
+    .into_iter()
+    .map(|(api, kind)| Resource {
+        api_version: api.into(),
+        kind: kind.into(),
+    })
+    .collect();
+    assert_eq!(declared, looked_up);
     assert_eq!(
         m["annotations"]["io.kubewarden.policy.version"],
         json!(env!("CARGO_PKG_VERSION"))

@@ -9,15 +9,20 @@ use thiserror::Error;
 use crate::commands::annotate::{self, AnnotateArgs};
 use crate::commands::common::{CommandError, Output};
 use crate::commands::run::{self, RunArgs};
-use crate::linkerd::commands::{InjectArgs, LinkerdError, RolloutArgs, inject, rollout};
+use crate::linkerd::commands::{InjectArgs, RolloutArgs, inject, rollout};
+use crate::linkerd::inject::InjectError;
+use crate::linkerd::rollout::RolloutError;
 
 /// Why a command failed; its text is what `main` prints after `Error: `.
 #[derive(Debug, Error)]
 pub enum CliError {
+    /// `run` and `annotate`, and the steps every command shares.
     #[error(transparent)]
     Command(#[from] CommandError),
     #[error(transparent)]
-    Linkerd(#[from] LinkerdError),
+    Rollout(#[from] RolloutError),
+    #[error(transparent)]
+    Inject(#[from] InjectError),
 }
 
 #[derive(Debug, Parser)]

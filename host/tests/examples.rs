@@ -11,9 +11,11 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use kubewarden_engine::hostcalls::payload::{GetResourceRequest, ListResourcesByNamespaceRequest};
 use kubewarden_engine::hostcalls::replay::CallbackRequestType;
 use kubewarden_engine::{AdmissionRequest, AdmissionResponse, ClusterState, FaultPlan};
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListResourcesByNamespaceRequest,
+};
 use policy_support::*;
 use serde_json::{Value, json};
 

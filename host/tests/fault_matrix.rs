@@ -17,32 +17,8 @@ use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};
 
-const CONTEXT: &str = r#"
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop, annotations: {linkerd.io/inject: enabled}}
----
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata:
-  name: web-5d8f9c7b4
-  namespace: shop
-  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: u1, controller: true}]
----
-apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: shop}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: linkerd-identity-trust-roots, namespace: linkerd}
-data: {ca-bundle.crt: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: linkerd-config, namespace: linkerd}
-data: {values: "linkerdVersion: edge-26.8.3\n"}
-"#;
+/// The cluster: `host/tests/data/shop.yaml`.
+const CONTEXT: &str = include_str!("data/shop.yaml");
 
 /// The fault-plan targets of the two ConfigMaps' gets; a bare `ConfigMap` hits both, and the
 /// list of both.

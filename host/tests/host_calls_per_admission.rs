@@ -24,36 +24,8 @@ use serde_json::{Value, json};
 const NS: &str = "shop";
 const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
-const CONTEXT: &str = r#"
-apiVersion: v1
-kind: Namespace
-metadata: {name: shop, annotations: {linkerd.io/inject: enabled}}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: plain}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: linkerd-identity-trust-roots, namespace: linkerd}
-data: {ca-bundle.crt: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: linkerd-config, namespace: linkerd}
-data: {values: "linkerdVersion: edge-26.8.3\n"}
----
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata:
-  name: web-7d9c6b5f4
-  namespace: shop
-  ownerReferences: [{apiVersion: apps/v1, kind: Deployment, name: web, uid: u1, controller: true}]
----
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {name: old-5f7c9b8d6, namespace: shop}
-"#;
+/// The cluster: `host/tests/data/shop.yaml`.
+const CONTEXT: &str = include_str!("data/shop.yaml");
 
 /// A host on `CONTEXT` that records every host call in order.
 fn recording_host() -> Arc<HostContext> {
@@ -180,7 +152,7 @@ fn pod(ns: &str, rs: &str, hash: &str) -> Value {
 }
 
 fn deployment_pod() -> Value {
-    pod(NS, "web-7d9c6b5f4", "7d9c6b5f4")
+    pod(NS, "web-5d8f9c7b4", "5d8f9c7b4")
 }
 
 fn service() -> Value {
@@ -209,17 +181,17 @@ fn label(key: &str, value: &str) -> BTreeMap<String, String> {
 #[case::deployment_pod_template_hash("Pod", deployment_pod(), NS, policy_settings(Some("templateHash"), false),
     vec![ns_call(NS), values_call(), cm_call()], label("linkerd.io/proxy-deployment", "web"))]
 #[case::deployment_pod_lookup("Pod", deployment_pod(), NS, policy_settings(Some("lookup"), false),
-    vec![ns_call(NS), values_call(), cm_call(), rs_call("web-7d9c6b5f4")], label("linkerd.io/proxy-deployment", "web"))]
+    vec![ns_call(NS), values_call(), cm_call(), rs_call("web-5d8f9c7b4")], label("linkerd.io/proxy-deployment", "web"))]
 #[case::deployment_pod_template_hash_inline("Pod", deployment_pod(), NS, policy_settings(None, true),
     vec![ns_call(NS), values_call()], label("linkerd.io/proxy-deployment", "web"))]
 #[case::deployment_pod_lookup_inline("Pod", deployment_pod(), NS, policy_settings(Some("lookup"), true),
-    vec![ns_call(NS), values_call(), rs_call("web-7d9c6b5f4")], label("linkerd.io/proxy-deployment", "web"))]
+    vec![ns_call(NS), values_call(), rs_call("web-5d8f9c7b4")], label("linkerd.io/proxy-deployment", "web"))]
 #[case::orphaned_rs_template_hash("Pod", pod(NS, "old-5f7c9b8d6", "5f7c9b8d6"), NS, policy_settings(None, true),
     vec![ns_call(NS), values_call()], label("linkerd.io/proxy-deployment", "old"))]
 #[case::orphaned_rs_lookup_is_linkerds_answer("Pod", pod(NS, "old-5f7c9b8d6", "5f7c9b8d6"), NS,
     policy_settings(Some("lookup"), true),
     vec![ns_call(NS), values_call(), rs_call("old-5f7c9b8d6")], label("linkerd.io/proxy-replicaset", "old-5f7c9b8d6"))]
-#[case::unannotated_namespace("Pod", pod("plain", "web-7d9c6b5f4", "7d9c6b5f4"), "plain",
+#[case::unannotated_namespace("Pod", pod("plain", "web-5d8f9c7b4", "5d8f9c7b4"), "plain",
     policy_settings(Some("lookup"), false), vec![ns_call("plain")], BTreeMap::new())]
 #[case::service("Service", service(), NS, policy_settings(Some("lookup"), false), vec![ns_call(NS), values_call()],
     BTreeMap::new())]

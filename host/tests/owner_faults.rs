@@ -221,20 +221,29 @@ fn hash_rule_warning(error: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 // ReplicaSet owners
 
-#[test]
-fn replicaset_owner_via_lookup() {
+/// An owner resolved by its lookup: the label and audit annotation of the pod, one lookup of the
+/// owner, the Namespace and the control plane's ConfigMaps; the next pod of the same owner asks
+/// the same way and is served by the engine's cache. A CronJob's Job: the owner is the CronJob,
+/// which gets no proxy label (as in Linkerd).
+#[rstest]
+#[case::deployment(rs_pod(RS, HASH), RS_KEY, Some(("linkerd.io/proxy-deployment", "web")), "deployment/web")]
+#[case::job(job_pod("migrate"), JOB_KEY, Some(("linkerd.io/proxy-job", "migrate")), "job/migrate")]
+#[case::cronjob(job_pod("backup-29017440"), JOB_KEY, None, "cronjob/backup")]
+fn owner_via_lookup(
+    #[case] object: Value,
+    #[case] key: &str,
+    #[case] label: Option<(&'static str, &'static str)>,
+    #[case] owner: &str,
+) {
     let host = cluster_host(context(), FaultPlan::new());
-    let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            audit_owner: "deployment/web (owner lookup)".into(),
-            warnings: vec![],
-        },
-    );
-    assert_eq!(stats(&host, RS_KEY), rs_stats(1, 0, 0));
+    let expect = Expect {
+        label,
+        audit_owner: format!("{owner} (owner lookup)"),
+        warnings: vec![],
+    };
+    let (resp, pod) = admit(&host, &object, inline_settings());
+    assert_injected(&resp, &pod, &expect);
+    assert_eq!(stats(&host, key), rs_stats(1, 0, 0));
     assert_eq!(stats(&host, NS_KEY), rs_stats(1, 0, 0));
     assert_eq!(
         (stats(&host, CM_KEY), host.stats().lists),
@@ -242,14 +251,9 @@ fn replicaset_owner_via_lookup() {
         "linkerd-config, listed with the control plane's ConfigMaps"
     );
 
-    // the next pod of the ReplicaSet asks the same way: served by the engine's cache
-    let (resp, pod) = admit(&host, &rs_pod(RS, HASH), inline_settings());
-    assert_eq!(
-        owner_labels(&pod),
-        BTreeMap::from([("linkerd.io/proxy-deployment".into(), "web".into())]),
-        "{resp:?}"
-    );
-    assert_eq!(stats(&host, RS_KEY), rs_stats(1, 1, 0));
+    let (resp, pod) = admit(&host, &object, inline_settings());
+    assert_injected(&resp, &pod, &expect);
+    assert_eq!(stats(&host, key), rs_stats(1, 1, 0));
     assert_eq!(stats(&host, NS_KEY), rs_stats(1, 1, 0));
 }
 
@@ -403,35 +407,6 @@ fn template_hash_default_resolves_without_the_replicaset_lookup() {
 
 // ---------------------------------------------------------------------------------------------
 // Job owners
-
-#[test]
-fn job_owner_via_lookup() {
-    let host = cluster_host(context(), FaultPlan::new());
-    let (resp, pod) = admit(&host, &job_pod("migrate"), inline_settings());
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-job", "migrate")),
-            audit_owner: "job/migrate (owner lookup)".into(),
-            warnings: vec![],
-        },
-    );
-    assert_eq!(stats(&host, JOB_KEY), rs_stats(1, 0, 0));
-
-    // a CronJob's Job: the owner is the CronJob, which gets no proxy label (as in Linkerd)
-    let (resp, pod) = admit(&host, &job_pod("backup-29017440"), inline_settings());
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: None,
-            audit_owner: "cronjob/backup (owner lookup)".into(),
-            warnings: vec![],
-        },
-    );
-    assert_eq!(stats(&host, JOB_KEY), rs_stats(2, 0, 0));
-}
 
 #[test]
 fn job_fail_first_is_resolved_by_the_uncached_retry() {

@@ -161,7 +161,13 @@ fn compare(
     );
     assert_eq!(
         ours.audit_annotations,
-        response.audit_annotations.clone().unwrap_or_default(),
+        // the SDK's HashMap, in the binding's sorted order
+        response
+            .audit_annotations
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect(),
         "{case}: audit annotations"
     );
     // The injected YAML, read back, is the module's mutated object (or the object unchanged).

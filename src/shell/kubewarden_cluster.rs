@@ -3,31 +3,13 @@
 //! crate is a different thing, an engine that runs the module).
 
 use crate::cluster::{Cluster, ListLookup, Lookup, LookupError, classify_host_error};
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
+    GetResourceRequest, ListResourcesByNamespaceRequest,
+};
 use kubewarden_policy_sdk::wapc_guest::host_call;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// The host capability's request, with the SDK's snake_case keys.
-#[derive(Serialize)]
-struct GetResource<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    name: &'a str,
-    namespace: Option<&'a str>,
-    disable_cache: bool,
-    field_masks: Option<&'a [&'a str]>,
-}
-
-/// `list_resources_by_namespace`'s request.
-#[derive(Serialize)]
-struct ListResourcesByNamespace<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    namespace: &'a str,
-    label_selector: Option<&'a str>,
-    field_selector: Option<&'a str>,
-    field_masks: Option<&'a [&'a str]>,
-}
+use std::collections::BTreeSet;
 
 /// The part of a Kubernetes List the module reads.
 #[derive(Deserialize)]
@@ -38,8 +20,8 @@ struct Items {
 pub struct KubewardenCluster;
 
 /// The request's `field_masks`: none (the whole object) when the lookup names no path.
-fn masks<'a>(paths: &'a [&'a str]) -> Option<&'a [&'a str]> {
-    (!paths.is_empty()).then_some(paths)
+fn masks(paths: &[&str]) -> Option<BTreeSet<String>> {
+    (!paths.is_empty()).then(|| paths.iter().map(|p| (*p).to_owned()).collect())
 }
 
 impl KubewardenCluster {
@@ -59,11 +41,11 @@ impl KubewardenCluster {
 impl Cluster for KubewardenCluster {
     fn get(&self, lookup: &Lookup) -> Result<Value, LookupError> {
         let what = lookup.describe();
-        let request = GetResource {
-            api_version: lookup.api_version,
-            kind: lookup.kind,
-            name: &lookup.name,
-            namespace: lookup.namespace.as_deref(),
+        let request = GetResourceRequest {
+            api_version: lookup.api_version.to_owned(),
+            kind: lookup.kind.to_owned(),
+            name: lookup.name.clone(),
+            namespace: lookup.namespace.clone(),
             disable_cache: lookup.disable_cache,
             field_masks: masks(lookup.field_masks),
         };
@@ -82,10 +64,10 @@ impl Cluster for KubewardenCluster {
 
     fn list(&self, lookup: &ListLookup) -> Result<Vec<Value>, LookupError> {
         let what = lookup.describe();
-        let request = ListResourcesByNamespace {
-            api_version: lookup.api_version,
-            kind: lookup.kind,
-            namespace: &lookup.namespace,
+        let request = ListResourcesByNamespaceRequest {
+            api_version: lookup.api_version.to_owned(),
+            kind: lookup.kind.to_owned(),
+            namespace: lookup.namespace.clone(),
             label_selector: None,
             field_selector: None,
             field_masks: masks(lookup.field_masks),

@@ -1,31 +1,13 @@
 //! The waPC payloads: decoding `validate` / `validate_settings` input and encoding the
-//! answers in the shapes of Kubewarden's SDK, deterministically (sorted maps).
+//! answers as the SDK's own `ValidationResponse` and `SettingsValidationResponse`.
 
 use crate::admission::admit::{self, Request};
 use crate::admission::outcome::{Outcome, Verdict};
 use crate::cluster::Cluster;
 use crate::values::settings::Settings;
-use serde::{Deserialize, Serialize};
+/// The answers' types: the SDK's own (re-exported for the playground and the tests that read them).
+pub use kubewarden_policy_sdk::{response::ValidationResponse, settings::SettingsValidationResponse};
 use serde_json::Value;
-use std::collections::BTreeMap;
-
-/// The SDK's `ValidationResponse`, with a sorted map so output bytes are stable.
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
-pub struct ValidationResponse {
-    pub accepted: bool,
-    pub message: Option<String>,
-    pub code: Option<u16>,
-    pub mutated_object: Option<Value>,
-    pub audit_annotations: Option<BTreeMap<String, String>>,
-    pub warnings: Option<Vec<String>>,
-}
-
-/// The SDK's `SettingsValidationResponse`.
-#[derive(Debug, Serialize, Deserialize, PartialEq)]
-pub struct SettingsValidationResponse {
-    pub valid: bool,
-    pub message: Option<String>,
-}
 
 /// Answers `validate_settings`.
 pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
@@ -103,7 +85,9 @@ pub fn encode(outcome: Outcome) -> Vec<u8> {
         code: None,
         message,
         mutated_object: outcome.mutated,
-        audit_annotations: (!outcome.audit_annotations.is_empty()).then_some(outcome.audit_annotations),
+        // the SDK's map is a HashMap: the engine, not the guest, gives the answer its order
+        audit_annotations: (!outcome.audit_annotations.is_empty())
+            .then(|| outcome.audit_annotations.into_iter().collect()),
         warnings: (!outcome.warnings.is_empty()).then_some(outcome.warnings),
     };
     serde_json::to_vec(&response).unwrap_or_default()

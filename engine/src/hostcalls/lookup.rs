@@ -19,11 +19,11 @@ use crate::hostcalls::cache::{DEFAULT_TTL, Origin, TtlCache};
 use crate::hostcalls::cluster::{ClusterLookupError, ClusterState};
 use crate::hostcalls::fault::{FaultAction, FaultPlan};
 use crate::hostcalls::field_mask;
-use crate::hostcalls::payload::{
+use crate::hostcalls::replay::{CallbackRequestType, Exchange, ReplayResponse, ReplaySession};
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReview,
 };
-use crate::hostcalls::replay::{CallbackRequestType, Exchange, ReplayResponse, ReplaySession};
 
 /// Counters for one `apiVersion/kind`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

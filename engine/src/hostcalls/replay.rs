@@ -10,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::hostcalls::payload::{
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
     SubjectAccessReview,
 };

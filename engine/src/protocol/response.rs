@@ -13,29 +13,9 @@ pub const DELETE_MUTATION_MESSAGE: &str = "Incoming object is null, which happen
 pub const DEADLINE_MESSAGE: &str =
     "Policy execution interrupted because it exceeded the allowed execution time";
 
-/// What the guest's `validate` returns (SDK `ValidationResponse`).
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct ValidationResponse {
-    pub accepted: bool,
-    #[serde(default)]
-    pub message: Option<String>,
-    #[serde(default)]
-    pub code: Option<u16>,
-    #[serde(default)]
-    pub mutated_object: Option<Value>,
-    #[serde(default)]
-    pub audit_annotations: Option<BTreeMap<String, String>>,
-    #[serde(default)]
-    pub warnings: Option<Vec<String>>,
-}
-
-/// What the guest's `validate_settings` returns.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct SettingsValidationResponse {
-    pub valid: bool,
-    #[serde(default)]
-    pub message: Option<String>,
-}
+/// The guest's answers are the SDK's own types: the engine reads what the guest wrote with them.
+pub use kubewarden_policy_sdk::response::ValidationResponse;
+pub use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 
 /// Settings the guest refused, with its message (empty when it gave none), in policy-server's
 /// words.
@@ -43,12 +23,12 @@ pub struct SettingsValidationResponse {
 #[error("Provided settings are not valid: {0}")]
 pub struct SettingsRejected(pub String);
 
-impl SettingsValidationResponse {
-    /// `Err` with the guest's message when the settings are invalid.
-    pub fn into_result(self) -> Result<(), SettingsRejected> {
-        match self.valid {
+impl SettingsRejected {
+    /// `Err` with the guest's message when `validate_settings` found the settings invalid.
+    pub fn check(answer: SettingsValidationResponse) -> Result<(), SettingsRejected> {
+        match answer.valid {
             true => Ok(()),
-            false => Err(SettingsRejected(self.message.unwrap_or_default())),
+            false => Err(SettingsRejected(answer.message.unwrap_or_default())),
         }
     }
 }
@@ -142,7 +122,12 @@ impl AdmissionResponse {
             patch_type: patch.as_ref().map(|_| PatchType::JsonPatch),
             patch,
             status,
-            audit_annotations: resp.audit_annotations.clone(),
+            // the SDK's map is a HashMap: sorted here, so the engine's answer is the same bytes
+            // every time (policy-server's order varies from one answer to the next)
+            audit_annotations: resp
+                .audit_annotations
+                .as_ref()
+                .map(|a| a.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
             warnings: resp.warnings.clone(),
         })
     }
@@ -192,6 +177,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn accepting(mutated_object: Value) -> ValidationResponse {
+        ValidationResponse {
+            accepted: true,
+            message: None,
+            code: None,
+            mutated_object: Some(mutated_object),
+            audit_annotations: None,
+            warnings: None,
+        }
+    }
+
     #[test]
     fn serialises_like_policy_evaluator() {
         let r = AdmissionResponse {
@@ -213,11 +209,7 @@ mod tests {
     #[test]
     fn patch_from_mutated_object() {
         let obj = json!({"metadata": {"name": "a"}});
-        let resp = ValidationResponse {
-            accepted: true,
-            mutated_object: Some(json!({"metadata": {"name": "a", "labels": {"x": "y"}}})),
-            ..Default::default()
-        };
+        let resp = accepting(json!({"metadata": {"name": "a", "labels": {"x": "y"}}}));
         let r = AdmissionResponse::from_validation_response("u", Some(&obj), &resp).unwrap();
         assert_eq!(r.patch_type, Some(PatchType::JsonPatch));
         let patch = serde_json::to_value(r.decoded_patch().unwrap().unwrap()).unwrap();
@@ -227,11 +219,7 @@ mod tests {
         );
         assert_eq!(r.status, None);
 
-        let same = ValidationResponse {
-            accepted: true,
-            mutated_object: Some(obj.clone()),
-            ..Default::default()
-        };
+        let same = accepting(obj.clone());
         let r = AdmissionResponse::from_validation_response("u", Some(&obj), &same).unwrap();
         assert_eq!((r.patch, r.patch_type), (None, None));
 
@@ -255,11 +243,7 @@ mod tests {
             },
             "metadata": {"labels": {"z": "1", "b": "2"}, "annotations": {"y": "1", "x": "2"}}
         });
-        let resp = ValidationResponse {
-            accepted: true,
-            mutated_object: Some(mutated.clone()),
-            ..Default::default()
-        };
+        let resp = accepting(mutated.clone());
         let r = AdmissionResponse::from_validation_response("u", Some(&obj), &resp).unwrap();
         let bytes = STANDARD.decode(r.patch.as_deref().unwrap()).unwrap();
         assert_eq!(

@@ -14,10 +14,10 @@ use serde_json::Value;
 
 use crate::hostcalls::capabilities::{HostCapabilities, KNOWN_PATHS};
 use crate::hostcalls::lookup::{LookupStats, Lookups};
-use crate::hostcalls::payload::{
+use crate::protocol::metadata::ContextAwareResource;
+use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     CanIRequest, GetResourceRequest, ListAllResourcesRequest, ListResourcesByNamespaceRequest,
 };
-use crate::protocol::metadata::ContextAwareResource;
 
 /// A capability policy-evaluator knows outside `kubernetes/*` (and `tracing/log`): this host
 /// does not serve it, so it is refused as not granted.

@@ -207,33 +207,3 @@ spec:
   resourceAttributes: {namespace: emojivoto, resource: pods, verb: get}
 status: {allowed: true, reason: "RBAC: allowed by RoleBinding"}
 "#;
-
-/// Every file under `dir`, its subfolders' too (a command may be a folder).
-pub fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("a source folder") {
-            let path = entry.expect("a directory entry").path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
-}
-
-/// The files under `dir` that do not open with a `//! ` line saying what they own.
-pub fn files_without_a_header(dir: &Path) -> Vec<String> {
-    files_under(dir)
-        .into_iter()
-        .filter(|path| {
-            let text = std::fs::read_to_string(path).expect("a source file");
-            !text.starts_with("//! ")
-        })
-        .map(|path| path.display().to_string())
-        .collect()
-}

@@ -24,6 +24,7 @@ use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups}
 use kubewarden_engine::hostcalls::replay::ReplaySession;
 use kubewarden_engine::protocol::metadata::{ContextAwareResource, PolicyMetadata};
 use kubewarden_engine::protocol::request::{AdmissionRequest, PolicySettings};
+use kubewarden_engine::protocol::response::SettingsRejected;
 use kubewarden_engine::runtime::callback::HostContext;
 use kubewarden_engine::runtime::engine::{Engine, Policy};
 
@@ -146,31 +147,23 @@ impl Prepared<'_> {
     /// `injector-host run`, second step: validates the settings and the request; the JSON line
     /// for stdout and, for stderr, the replay's leftovers and the `--print-stats` counters.
     pub fn evaluate(self) -> Result<Output, CommandError> {
-        let Prepared {
-            args,
-            _engine,
-            policy,
-            settings,
-            document,
-            request,
-            faults,
-            capabilities,
-            allow_list,
-            ..
-        } = self;
-        let lookups = lookups(args, faults)?;
+        let (args, settings) = (self.args, &self.settings);
+        let lookups = lookups(args, self.faults)?;
         let host = Arc::new(
-            HostContext::new(policy.name(), allow_list, lookups, log_sink(&args.common))
-                .with_capabilities(capabilities),
+            HostContext::new(
+                self.policy.name(),
+                self.allow_list,
+                lookups,
+                log_sink(&args.common),
+            )
+            .with_capabilities(self.capabilities),
         );
-        let mut instance = policy.instantiate(&host)?;
-        instance
-            .validate_settings(&settings)
-            .into_result()
+        let mut instance = self.policy.instantiate(&host)?;
+        SettingsRejected::check(instance.validate_settings(settings))
             .map_err(CommandError::InvalidSettings)?;
-        let response = match &request {
-            Some(request) => instance.validate(request, &settings)?,
-            None => instance.validate_raw(&document, &settings)?,
+        let response = match &self.request {
+            Some(request) => instance.validate(request, settings)?,
+            None => instance.validate_raw(&self.document, settings)?,
         };
         if let Some(path) = &args.record_host_capabilities_interactions {
             write_session(path, &host)?;

@@ -9,7 +9,6 @@ use std::time::Duration;
 use clap::Args;
 use linkerd_injector_policy::settings::ValuesSource;
 use serde_json::{Value, json};
-use thiserror::Error;
 
 use super::inject::{InjectError, InjectOptions, Injector, read_inputs};
 use super::rollout::{
@@ -21,35 +20,10 @@ use crate::commands::common::{
 };
 use kubewarden_engine::hostcalls::cluster::{ClusterState, ClusterStateError};
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use kubewarden_engine::protocol::metadata::{MetadataError, PolicyMetadata};
+use kubewarden_engine::protocol::metadata::PolicyMetadata;
 use kubewarden_engine::protocol::request::PolicySettings;
 use kubewarden_engine::runtime::callback::HostContext;
-use kubewarden_engine::runtime::engine::{Engine, EngineConfig, EngineError, Policy};
-
-/// Why `rollout` or `inject` failed.
-#[derive(Debug, Error)]
-pub enum LinkerdError {
-    #[error(transparent)]
-    Command(#[from] CommandError),
-    #[error(transparent)]
-    Rollout(#[from] RolloutError),
-    #[error(transparent)]
-    Inject(#[from] InjectError),
-    #[error(transparent)]
-    Engine(#[from] EngineError),
-    #[error(transparent)]
-    Metadata(#[from] MetadataError),
-    #[error(transparent)]
-    Context(#[from] ClusterStateError),
-    #[error("cannot write the output: {0}")]
-    Output(String),
-    #[error(
-        "--ignore-cluster renders from the settings alone, but the settings say `policy.valuesFrom: \
-         linkerdConfig` (Linkerd's values from the cluster's linkerd-config ConfigMap): drop \
-         --ignore-cluster and pass that ConfigMap with --context, or drop the setting"
-    )]
-    IgnoreClusterWithLinkerdConfig,
-}
+use kubewarden_engine::runtime::engine::{Engine, EngineConfig, Policy};
 
 /// What `inject --ignore-cluster` says on stderr before the report: where Linkerd's values came
 /// from. The trust anchors are not named: as without a context, they come from the settings
@@ -134,7 +108,7 @@ pub struct InjectArgs {
 
 /// `injector-host rollout`, as a command: the report, failed when any admission was rejected
 /// or failed (a pod without its admission, which is what the rollout must never produce).
-pub fn rollout(args: &RolloutArgs) -> Result<Output, LinkerdError> {
+pub fn rollout(args: &RolloutArgs) -> Result<Output, RolloutError> {
     let (stdout, report) = rollout_report(args)?;
     let failed = report.rejected + report.errors;
     let failure = (failed > 0).then(|| {
@@ -151,7 +125,7 @@ pub fn rollout(args: &RolloutArgs) -> Result<Output, LinkerdError> {
 }
 
 /// `injector-host rollout`: the report text (or JSON) and the report itself.
-fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), LinkerdError> {
+fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), RolloutError> {
     let settings = read_settings(&args.common)?;
     let faults = fault_plan(&args.common)?;
     let default_deadline = (!args.disable_timeout_protection).then_some(Duration::from_secs(2));
@@ -160,8 +134,10 @@ fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), Linkerd
     } else {
         engine_config(&args.common, default_deadline)
     };
-    let engine = Engine::new(config)?;
-    let policy = engine.load_policy_file(&args.module)?;
+    let engine = Engine::new(config).map_err(CommandError::from)?;
+    let policy = engine
+        .load_policy_file(&args.module)
+        .map_err(CommandError::from)?;
     // like a ClusterAdmissionPolicy with the contextAwareResources of the policy's metadata;
     // an unannotated module next to its policy.yaml uses that file
     let sibling = args.module.parent().map(|d| d.join("policy.yaml"));
@@ -170,19 +146,20 @@ fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), Linkerd
     // a Linkerd control plane unless the context file brings its own objects of the same names
     let mut state = ClusterState::new();
     for object in default_control_plane() {
-        state.insert(object).map_err(|message| {
-            LinkerdError::Rollout(RolloutError::ClusterState {
+        state
+            .insert(object)
+            .map_err(|message| RolloutError::ClusterState {
                 what: "the control plane".into(),
                 message,
-            })
-        })?;
+            })?;
     }
     if let Some(path) = &args.context {
         let text = std::fs::read_to_string(path).map_err(|source| ClusterStateError::Read {
             path: path.clone(),
             source,
-        })?;
-        state.load_str(&text, path)?;
+        });
+        text.and_then(|text| state.load_str(&text, path))
+            .map_err(CommandError::from)?;
     }
     let workload = match &args.manifest {
         Some(path) => Workload::from_manifest(path)?,
@@ -206,7 +183,7 @@ fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), Linkerd
     };
     let report = run_rollout(&policy, &host, &workload, &opts)?;
     let text = if args.json {
-        serde_json::to_string_pretty(&report).map_err(|e| LinkerdError::Output(e.to_string()))?
+        serde_json::to_string_pretty(&report).map_err(|e| CommandError::Output(e.to_string()))?
     } else {
         report.to_string()
     };
@@ -215,7 +192,7 @@ fn rollout_report(args: &RolloutArgs) -> Result<(String, RolloutReport), Linkerd
 
 /// `injector-host inject`: prints the report on stderr (after [`IGNORE_CLUSTER_NOTE`] with
 /// `--ignore-cluster`), returns the YAML stream.
-pub fn inject(args: &InjectArgs) -> Result<String, LinkerdError> {
+pub fn inject(args: &InjectArgs) -> Result<String, InjectError> {
     let mut settings = policy_settings(settings_from(
         args.settings_path.as_deref(),
         args.settings_json.as_deref(),
@@ -223,12 +200,12 @@ pub fn inject(args: &InjectArgs) -> Result<String, LinkerdError> {
     if args.ignore_cluster {
         settings = values_from_settings(settings)?;
     }
-    let inputs = read_inputs(&args.inputs).map_err(InjectError::from)?;
+    let inputs = read_inputs(&args.inputs)?;
     let engine = Engine::new(EngineConfig::without_deadline())?;
     let policy = engine.load_policy_file(&args.module)?;
     let md = inject_metadata(args, &policy)?;
     let context = match &args.context {
-        Some(path) => ClusterState::from_file(path)?,
+        Some(path) => ClusterState::from_file(path).map_err(CommandError::from)?,
         None => ClusterState::new(),
     };
     let options = InjectOptions {
@@ -260,7 +237,7 @@ pub fn inject(args: &InjectArgs) -> Result<String, LinkerdError> {
 
 /// The metadata whose `contextAwareResources` are granted: `--metadata-path`, else the module's
 /// embedded metadata, else `policy.yaml` next to the module.
-fn inject_metadata(args: &InjectArgs, policy: &Policy) -> Result<Option<PolicyMetadata>, LinkerdError> {
+fn inject_metadata(args: &InjectArgs, policy: &Policy) -> Result<Option<PolicyMetadata>, CommandError> {
     if let Some(path) = &args.metadata_path {
         return Ok(Some(PolicyMetadata::from_file(path)?));
     }
@@ -277,7 +254,7 @@ fn inject_metadata(args: &InjectArgs, policy: &Policy) -> Result<Option<PolicyMe
 /// where Linkerd's values come from, so the module reads no linkerd-config (there is no cluster
 /// to read it from). `settings` is kept; `linkerdConfig` contradicts the flag; any other value
 /// is left for the module's settings validation to name, as without the flag.
-fn values_from_settings(mut settings: PolicySettings) -> Result<PolicySettings, LinkerdError> {
+fn values_from_settings(mut settings: PolicySettings) -> Result<PolicySettings, InjectError> {
     const VALUES_FROM: &str = "valuesFrom";
     // `null` means unset in the settings (the default, linkerdConfig), like an absent key
     let policy = settings.0.entry("policy").or_insert(Value::Null);
@@ -292,7 +269,7 @@ fn values_from_settings(mut settings: PolicySettings) -> Result<PolicySettings, 
         None => {
             policy.insert(VALUES_FROM.into(), json!(ValuesSource::Settings));
         }
-        Some(Ok(ValuesSource::LinkerdConfig)) => return Err(LinkerdError::IgnoreClusterWithLinkerdConfig),
+        Some(Ok(ValuesSource::LinkerdConfig)) => return Err(InjectError::IgnoreClusterWithLinkerdConfig),
         Some(Ok(ValuesSource::Settings) | Err(_)) => {}
     }
     Ok(settings)
@@ -330,7 +307,7 @@ mod tests {
         assert_eq!(with(own.clone()).unwrap(), own);
         assert!(matches!(
             with(json!({"policy": {"valuesFrom": "linkerdConfig"}})),
-            Err(LinkerdError::IgnoreClusterWithLinkerdConfig)
+            Err(InjectError::IgnoreClusterWithLinkerdConfig)
         ));
         // not this function's to judge: the module names what is wrong
         for odd in [json!({"policy": {"valuesFrom": "cluster"}}), json!({"policy": 3})] {

@@ -35,6 +35,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
+use crate::commands::common::CommandError;
 use crate::commands::manifests::{self, Parsed, Piece, ReadError, for_each_object, str_at};
 pub use crate::commands::manifests::{Input, read_inputs};
 use kubewarden_engine::hostcalls::cluster::ClusterState;
@@ -73,6 +74,15 @@ pub struct InjectOptions {
 /// Everything that stops a transformation; nothing is written to stdout then.
 #[derive(Debug, Error)]
 pub enum InjectError {
+    /// The steps every command shares (settings, metadata, cluster state).
+    #[error(transparent)]
+    Setup(#[from] CommandError),
+    #[error(
+        "--ignore-cluster renders from the settings alone, but the settings say `policy.valuesFrom: \
+         linkerdConfig` (Linkerd's values from the cluster's linkerd-config ConfigMap): drop \
+         --ignore-cluster and pass that ConfigMap with --context, or drop the setting"
+    )]
+    IgnoreClusterWithLinkerdConfig,
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error("{}", .0.join("\n"))]
@@ -162,10 +172,7 @@ impl<'p> Injector<'p> {
     pub fn run(&self, inputs: Vec<Input>) -> Result<InjectOutput, InjectError> {
         let parsed = parse_all(inputs)?;
         let host = Arc::new(self.host_context(&parsed)?);
-        self.policy
-            .instantiate(&host)?
-            .validate_settings(&self.settings)
-            .into_result()
+        SettingsRejected::check(self.policy.instantiate(&host)?.validate_settings(&self.settings))
             .map_err(InjectError::InvalidSettings)?;
         let mut session = Session::new(self, host);
         for p in &parsed {

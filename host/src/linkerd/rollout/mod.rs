@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use thiserror::Error;
 
+use crate::commands::common::CommandError;
+
 // The paths the benchmarks and tests import (`injector_host::rollout::...`): the controllers'
 // side of a rollout is used with it, so it is re-exported here.
 pub use super::controllers::{
@@ -37,8 +39,11 @@ use kubewarden_engine::runtime::callback::HostContext;
 use kubewarden_engine::runtime::engine::{EngineError, Policy};
 use tally::Tally;
 
+/// Why `rollout` failed: the steps every command shares, or the rollout's own.
 #[derive(Debug, Error)]
 pub enum RolloutError {
+    #[error(transparent)]
+    Setup(#[from] CommandError),
     #[error("cannot read manifest {path}: {source}")]
     ReadManifest {
         path: String,
@@ -175,10 +180,7 @@ fn validate_settings(
     settings: &PolicySettings,
 ) -> Result<(), RolloutError> {
     let mut instance = policy.instantiate(host).map_err(RolloutError::Instantiate)?;
-    instance
-        .validate_settings(settings)
-        .into_result()
-        .map_err(RolloutError::InvalidSettings)
+    SettingsRejected::check(instance.validate_settings(settings)).map_err(RolloutError::InvalidSettings)
 }
 
 /// Sends every request through the policy on the workers (and draws progress); returns each
