@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{linkerd_config, load, namespace};
+use common::{linkerd_config, linkerd_config_goldens, namespace};
 use linkerd_injector_policy::cluster::{Call, LookupError, MemoryCluster};
 use linkerd_injector_policy::linkerd_config::{Read, Values, ValuesError};
 use linkerd_injector_policy::outcome::{Outcome, Verdict};
@@ -225,16 +225,16 @@ fn settings_only_values_read_no_config_map() {
 /// file, and documents that set, null or mistype the key.
 #[rstest]
 fn the_opaque_ports_read_alone_are_those_of_the_whole_read(
-    #[values("edge-26.5.1", "edge-26.8.3")] tag: &str,
-    #[values(
-        "install_default.yaml",
-        "install_ha_output.yaml",
-        "install_helm_control_plane_output.yaml"
-    )]
-    golden: &str,
     #[values("{}", "cni.yaml", "defaults.yaml", "ha.yaml", "hardened.yaml")] settings_file: &str,
 ) {
-    let config_map = load(&format!("tests/fixtures/linkerd-config/{tag}"), golden);
+    let goldens = linkerd_config_goldens();
+    assert_eq!(goldens.len(), 6, "two Linkerd versions, three renderings each");
+    for (golden, config_map) in goldens {
+        opaque_ports_agree(&golden, config_map, settings_file);
+    }
+}
+
+fn opaque_ports_agree(golden: &str, config_map: Value, settings_file: &str) {
     let mut doc: Value = match settings_file {
         "{}" => json!({}),
         file => {
@@ -256,7 +256,7 @@ fn the_opaque_ports_read_alone_are_those_of_the_whole_read(
     assert_eq!(
         Values::new(&s, &cluster).opaque_ports(),
         Some(whole),
-        "{tag} {golden} {settings_file}"
+        "{golden} {settings_file}"
     );
 }
 

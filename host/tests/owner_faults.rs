@@ -39,50 +39,8 @@ const CM_KEY: &str = "v1/ConfigMap";
 const BUNDLE: &str = include_str!("../../tests/fixtures/linkerd/cli/cmd/testdata/valid-trust-anchors.pem");
 const BUNDLE_SHA256: &str = "8dc603abd4e755c25c94da05abbf29b9b283a784733651020d72f97ca8ab98e4";
 
-const CONTEXT: &str = r#"
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: emojivoto
-  annotations: {linkerd.io/inject: enabled}
----
-apiVersion: apps/v1
-kind: ReplicaSet
-metadata:
-  name: web-5d8f9c7b4
-  namespace: emojivoto
-  labels: {app: web, pod-template-hash: 5d8f9c7b4}
-  ownerReferences:
-  - {apiVersion: apps/v1, kind: Deployment, name: web, uid: 9f6c1a52-0000-4000-8000-000000000001, controller: true, blockOwnerDeletion: true}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web, pod-template-hash: 5d8f9c7b4}}
-status: {replicas: 1}
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: migrate
-  namespace: emojivoto
-spec: {backoffLimit: 0}
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: backup-29017440
-  namespace: emojivoto
-  ownerReferences:
-  - {apiVersion: batch/v1, kind: CronJob, name: backup, uid: 9f6c1a52-0000-4000-8000-000000000002, controller: true}
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: linkerd}
----
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: linkerd-config, namespace: linkerd}
-data: {values: "linkerdVersion: edge-26.8.3\n"}
-"#;
+/// The cluster: `host/tests/data/emojivoto.yaml`.
+const CONTEXT: &str = include_str!("data/emojivoto.yaml");
 
 /// The inline trust anchors used wherever the ConfigMap is not the point, and the ReplicaSet
 /// lookup these tests are about (the default would resolve `rs_pod(RS, HASH)` by its name).

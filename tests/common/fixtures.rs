@@ -49,6 +49,34 @@ pub fn linkerd_config_values(tag: &str, golden: &str) -> String {
         .to_owned()
 }
 
+/// Every `linkerd-config` golden (`tests/fixtures/linkerd-config/<tag>/*.yaml`) as
+/// (`<tag>/<file>`, the ConfigMap), sorted by name.
+pub fn linkerd_config_goldens() -> Vec<(String, Value)> {
+    let root = repo_root().join("tests/fixtures/linkerd-config");
+    let mut goldens = Vec::new();
+    for tag in std::fs::read_dir(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display())) {
+        let tag = tag.expect("a directory entry").path();
+        if !tag.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&tag).unwrap_or_else(|e| panic!("{}: {e}", tag.display())) {
+            let file = file.expect("a directory entry").path();
+            if file.extension().is_some_and(|e| e == "yaml") {
+                let name = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
+                let dir = file.parent().unwrap_or(&tag).display().to_string();
+                let file_name = file
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                goldens.push((name, load(&dir, &file_name)));
+            }
+        }
+    }
+    goldens.sort_by(|a, b| a.0.cmp(&b.0));
+    goldens
+}
+
 /// The settings Linkerd's webhook tests assume (fixtures README, section 1).
 pub fn webhook_settings_json() -> Value {
     json!({

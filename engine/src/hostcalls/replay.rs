@@ -231,31 +231,8 @@ impl ReplaySession {
 mod tests {
     use super::*;
 
-    const SESSION: &str = r#"
-- type: Exchange
-  request: |
-    !KubernetesGetResource
-    api_version: v1
-    kind: Namespace
-    name: emojivoto
-    namespace: null
-    disable_cache: false
-  response:
-    type: Success
-    payload: '{"apiVersion":"v1","kind":"Namespace"}'
-- type: Exchange
-  request: |
-    !KubernetesGetResource
-    api_version: apps/v1
-    kind: ReplicaSet
-    name: web
-    namespace: emojivoto
-    disable_cache: false
-    field_masks: [metadata.ownerReferences]
-  response:
-    type: Error
-    message: nope
-"#;
+    /// A Namespace answered, then a ReplicaSet lookup that failed.
+    const SESSION: &str = include_str!("../../tests/data/replay-order.yml");
 
     fn ns_request() -> CallbackRequestType {
         CallbackRequestType::KubernetesGetResource {
