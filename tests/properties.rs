@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{cluster, lost_path, namespace};
+use common::{cluster, lost_path, mutated_bytes, namespace};
 use linkerd_injector_policy::wire;
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
@@ -145,17 +145,6 @@ fn validate(object: &Value, ns: &Value) -> (Vec<u8>, Value) {
     let bytes = wire::validate(&serde_json::to_vec(&payload).unwrap(), &cluster);
     let answer = serde_json::from_slice(&bytes).unwrap();
     (bytes, answer)
-}
-
-/// The `mutated_object` of a guest answer as the guest wrote it.
-fn mutated_bytes(answer: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Raw<'a> {
-        #[serde(borrow)]
-        mutated_object: Option<&'a serde_json::value::RawValue>,
-    }
-    let raw: Raw<'_> = serde_json::from_slice(answer).unwrap();
-    raw.mutated_object.map(|m| m.get().to_owned())
 }
 
 /// Annotations Linkerd writes whatever the pod had.

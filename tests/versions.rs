@@ -24,17 +24,6 @@ fn settings(extra: Value) -> Settings {
     Settings::from_value(s).expect("settings are valid")
 }
 
-fn merge(base: &mut Value, extra: Value) {
-    match (base, extra) {
-        (Value::Object(b), Value::Object(e)) => {
-            for (k, v) in e {
-                merge(b.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (b, e) => *b = e,
-    }
-}
-
 fn version(v: &str) -> Value {
     json!({"linkerdVersion": v})
 }

@@ -5,7 +5,9 @@
 //! `validate_settings`).
 
 mod common;
+mod policy_support;
 
+use policy_support::merge;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -130,17 +132,6 @@ fn verdict(policy: &Policy, doc: &Value) -> (bool, Option<String>) {
     let mut instance = policy.instantiate(&host).expect("instance");
     let v = instance.validate_settings(&common::settings(doc.clone()));
     (v.valid, v.message)
-}
-
-fn merge(into: &mut Value, from: Value) {
-    match (into, from) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, v) in b {
-                merge(a.entry(k).or_insert(Value::Null), v);
-            }
-        }
-        (a, b) => *a = b,
-    }
 }
 
 #[test]

@@ -77,6 +77,19 @@ pub fn linkerd_config_goldens() -> Vec<(String, Value)> {
     goldens
 }
 
+/// Deep-merges `extra` into `base`, as settings documents layer: objects key by key, anything
+/// else (arrays and `null` included) replaces.
+pub fn merge(base: &mut Value, extra: Value) {
+    match (base, extra) {
+        (Value::Object(b), Value::Object(e)) => {
+            for (k, v) in e {
+                merge(b.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (b, e) => *b = e,
+    }
+}
+
 /// The settings Linkerd's webhook tests assume (fixtures README, section 1).
 pub fn webhook_settings_json() -> Value {
     json!({

@@ -31,3 +31,14 @@ pub fn admit(kind: &str, object: &Value, ns: &str, settings: &Settings, cluster:
     };
     admit::admit(&req, settings, cluster)
 }
+
+/// The `mutated_object` of a guest answer as the guest wrote it.
+pub fn mutated_bytes(answer: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Raw<'a> {
+        #[serde(borrow)]
+        mutated_object: Option<&'a serde_json::value::RawValue>,
+    }
+    let raw: Raw<'_> = serde_json::from_slice(answer).unwrap();
+    raw.mutated_object.map(|m| m.get().to_owned())
+}
