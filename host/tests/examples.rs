@@ -13,9 +13,6 @@ use std::process::{Command, Output};
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use kubewarden_engine::hostcalls::replay::CallbackRequestType;
 use kubewarden_engine::{AdmissionRequest, AdmissionResponse, ClusterState, FaultPlan};
-use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListResourcesByNamespaceRequest,
-};
 use policy_support::*;
 use serde_json::{Value, json};
 
@@ -165,48 +162,24 @@ fn session_matches_the_context_file() {
         let request: CallbackRequestType =
             serde_yaml_ng::from_str(exchange["request"].as_str().expect("request is a string"))
                 .unwrap_or_else(|e| panic!("#{i}: {e}"));
-        let served = match request {
+        asked.push(match &request {
             CallbackRequestType::KubernetesGetResource {
                 api_version,
                 kind,
                 name,
-                namespace,
-                disable_cache,
-                field_masks,
-            } => {
-                asked.push(format!("get {api_version}/{kind} {name}"));
-                lookups.get_resource(&GetResourceRequest {
-                    api_version,
-                    kind,
-                    name,
-                    namespace,
-                    disable_cache,
-                    field_masks,
-                })
-            }
+                ..
+            } => format!("get {api_version}/{kind} {name}"),
             CallbackRequestType::KubernetesListResourceNamespace {
                 api_version,
                 kind,
                 namespace,
-                label_selector,
-                field_selector,
-                field_masks,
-            } => {
-                asked.push(format!("list {api_version}/{kind} in {namespace}"));
-                lookups.list_resources_by_namespace(&ListResourcesByNamespaceRequest {
-                    api_version,
-                    kind,
-                    namespace,
-                    label_selector,
-                    field_selector,
-                    field_masks,
-                })
-            }
+                ..
+            } => format!("list {api_version}/{kind} in {namespace}"),
             other => {
                 panic!("#{i}: only get_resource and list_resources_by_namespace expected, got {other:?}")
             }
-        }
-        .unwrap_or_else(|e| panic!("#{i}: {e}"));
+        });
+        let served = lookups.answer(request).unwrap_or_else(|e| panic!("#{i}: {e}"));
         let served: Value = serde_json::from_slice(&served).unwrap();
         let recorded: Value = serde_json::from_str(exchange["response"]["payload"].as_str().unwrap())
             .unwrap_or_else(|e| panic!("#{i}: payload is not JSON: {e}"));

@@ -219,6 +219,8 @@ fn owner_via_lookup(
 enum Owner {
     /// `deployment/web` by a lookup that answered first time.
     Lookup,
+    /// `deployment/web` by the pod-template-hash naming rule, no lookup made.
+    TemplateHash,
     /// `deployment/web` by the uncached retry after this error.
     Uncached(String),
     /// `deployment/web` by the pod-template-hash rule after this error.
@@ -234,6 +236,11 @@ impl Owner {
             Owner::Lookup => Expect {
                 label: deployment,
                 audit_owner: "deployment/web (owner lookup)".into(),
+                warnings: vec![],
+            },
+            Owner::TemplateHash => Expect {
+                label: deployment,
+                audit_owner: "deployment/web (pod-template-hash naming rule)".into(),
                 warnings: vec![],
             },
             Owner::Uncached(error) => Expect {
@@ -349,15 +356,7 @@ fn template_hash_default_resolves_without_the_replicaset_lookup() {
     for fault in [&[][..], &["ReplicaSet=error"][..], &["ReplicaSet=notfound"][..]] {
         let host = cluster_host(context(), faults(fault));
         let (resp, pod) = admit(&host, &rs_pod(RS, HASH), default_resolution_settings());
-        assert_injected(
-            &resp,
-            &pod,
-            &Expect {
-                label: Some(("linkerd.io/proxy-deployment", "web")),
-                audit_owner: "deployment/web (pod-template-hash naming rule)".into(),
-                warnings: vec![],
-            },
-        );
+        assert_injected(&resp, &pod, &Owner::TemplateHash.expect());
         assert_eq!(stats(&host, RS_KEY), rs_stats(0, 0, 0), "{fault:?}");
         assert_eq!(stats(&host, NS_KEY), rs_stats(1, 0, 0), "{fault:?}");
     }
@@ -566,16 +565,8 @@ fn namespace_lookup_error_rejects_with_the_transient_message() {
 fn trust_roots_come_from_the_configmap_without_inline_pem() {
     let host = cluster_host(context_with_trust_roots(), FaultPlan::new());
     let (resp, pod) = admit(&host, &rs_pod(RS, HASH), json!({}));
-    assert_injected(
-        &resp,
-        &pod,
-        &Expect {
-            label: Some(("linkerd.io/proxy-deployment", "web")),
-            // default settings: the owner by the pod-template-hash naming rule, no RS lookup
-            audit_owner: "deployment/web (pod-template-hash naming rule)".into(),
-            warnings: vec![],
-        },
-    );
+    // default settings: the owner by the pod-template-hash naming rule, no RS lookup
+    assert_injected(&resp, &pod, &Owner::TemplateHash.expect());
     assert_eq!(stats(&host, RS_KEY), rs_stats(0, 0, 0));
     assert_eq!(
         pod.pointer("/metadata/annotations/linkerd.io~1trust-root-sha256"),

@@ -343,6 +343,63 @@ impl Lookups {
         }
     }
 
+    /// Serves a request as a replay file holds it (kwctl's `CallbackRequestType`), through the
+    /// matching host call below: how a recorded session is checked against a cluster state.
+    pub fn answer(&self, request: CallbackRequestType) -> Result<Vec<u8>, String> {
+        match request {
+            CallbackRequestType::KubernetesGetResource {
+                api_version,
+                kind,
+                name,
+                namespace,
+                disable_cache,
+                field_masks,
+            } => self.get_resource(&GetResourceRequest {
+                api_version,
+                kind,
+                name,
+                namespace,
+                disable_cache,
+                field_masks,
+            }),
+            CallbackRequestType::KubernetesListResourceNamespace {
+                api_version,
+                kind,
+                namespace,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => self.list_resources_by_namespace(&ListResourcesByNamespaceRequest {
+                api_version,
+                kind,
+                namespace,
+                label_selector,
+                field_selector,
+                field_masks,
+            }),
+            CallbackRequestType::KubernetesListResourceAll {
+                api_version,
+                kind,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => self.list_resources_all(&ListAllResourcesRequest {
+                api_version,
+                kind,
+                label_selector,
+                field_selector,
+                field_masks,
+            }),
+            CallbackRequestType::KubernetesCanI {
+                request,
+                disable_cache,
+            } => self.can_i(&CanIRequest {
+                subject_access_review: request,
+                disable_cache,
+            }),
+        }
+    }
+
     /// Serves `get_resource`; `Err` carries the message for the guest (without the
     /// "Callback evaluation failure: " prefix).
     pub fn get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
