@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use injector_benches::world::{self, Scenario, World};
-use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::protocol::metadata::Metadata;
 use kubewarden_engine::{Engine, EngineConfig, HostContext, Policy, PolicySettings};
 use linkerd_injector_policy::cluster::MemoryCluster;
 
@@ -106,7 +106,7 @@ fn main() {
             let path = if floor { &floor_path } else { &policy_path };
             let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
             let p = engine.load_policy(path, &bytes).expect("load");
-            let md = PolicyMetadata::from_file("policy.yaml".as_ref()).expect("policy.yaml");
+            let md = Metadata::from_file("policy.yaml".as_ref()).expect("policy.yaml");
             let host = world.host("profile", md.context_aware_resources);
             // warm the lookup cache
             black_box(p.evaluate(&host, &s.request, &settings).expect("evaluate"));
@@ -156,7 +156,7 @@ fn custom_engine(mode: &str, world: &World, s: &Scenario, n: usize) {
         std::env::var("POLICY").unwrap_or_else(|_| "policy.wasm".into())
     };
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let md = PolicyMetadata::from_file("policy.yaml".as_ref()).expect("policy.yaml");
+    let md = Metadata::from_file("policy.yaml".as_ref()).expect("policy.yaml");
     let host = world.host("profile", md.context_aware_resources);
     let pre = |configure: &dyn Fn(&mut wasmtime::Config)| -> WasmtimeEngineProviderPre {
         let mut cfg = wasmtime::Config::default();

@@ -26,7 +26,7 @@ pub mod runtime;
 pub use hostcalls::cluster::ClusterState;
 pub use hostcalls::fault::{Fault, FaultPlan};
 pub use hostcalls::lookup::{LookupSource, LookupStats};
-pub use protocol::metadata::{ContextAwareResource, PolicyMetadata};
+pub use protocol::metadata::{ContextAwareResource, Metadata};
 pub use protocol::request::{AdmissionRequest, PolicySettings};
 pub use protocol::response::{AdmissionResponse, SettingsValidationResponse, ValidationResponse};
 pub use runtime::callback::{HostContext, LogSink};

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use kubewarden_engine::protocol::metadata::{METADATA_SECTION, PolicyMetadata};
+use kubewarden_engine::protocol::metadata::{METADATA_SECTION, Metadata, ProtocolVersion};
 use kubewarden_engine::protocol::sections::custom_section;
 use kubewarden_engine::runtime::engine::{Engine, EngineConfig};
 use serde_json::Value;
@@ -139,10 +139,10 @@ fn annotates_like_kwctl_and_the_engine_reads_it() {
     let engine = Engine::new(EngineConfig::without_deadline()).unwrap();
     let policy = engine.load_policy_file(&out).unwrap();
     let embedded = policy.embedded_metadata().expect("embedded metadata");
-    let file = PolicyMetadata::from_file(&root("policy.yaml")).unwrap();
+    let file = Metadata::from_file(&root("policy.yaml")).unwrap();
     assert_eq!(embedded.context_aware_resources, file.context_aware_resources);
-    assert_eq!(embedded.mutating, Some(true));
-    assert_eq!(embedded.protocol_version.as_deref(), Some("v1"));
+    assert!(embedded.mutating);
+    assert_eq!(embedded.protocol_version, Some(ProtocolVersion::V1));
     assert_eq!(embedded.minimum_kubewarden_version.as_deref(), Some("1.35.0"));
     assert_eq!(
         file.minimum_kubewarden_version,

@@ -131,7 +131,7 @@ fn run_serves_context_only_with_allow_context_aware() {
     let metadata = dir.join("policy.yaml");
     std::fs::write(
         &metadata,
-        "mutating: true\ncontextAwareResources:\n- {apiVersion: v1, kind: Namespace}\n",
+        "rules: []\nmutating: true\ncontextAwareResources:\n- {apiVersion: v1, kind: Namespace}\n",
     )
     .unwrap();
     let settings = dir.join("settings.yaml");

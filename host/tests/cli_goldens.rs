@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use injector_host::linkerd::answer::Injection;
 use injector_host::linkerd::inject::{InjectError, InjectOptions, Injector, Input};
 use kubewarden_engine::hostcalls::cluster::ClusterState;
-use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::protocol::metadata::Metadata;
 use kubewarden_engine::protocol::request::PolicySettings;
 use kubewarden_engine::runtime::engine::{Engine, EngineConfig, Policy};
 use serde::Deserialize;
@@ -598,7 +598,7 @@ impl Runner {
 fn cli_goldens() {
     let engine = Engine::new(EngineConfig::without_deadline()).unwrap();
     let policy = engine.load_policy_file(&policy_wasm()).unwrap();
-    let allow = PolicyMetadata::from_file(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../policy.yaml")))
+    let allow = Metadata::from_file(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../policy.yaml")))
         .unwrap()
         .context_aware_resources;
     let runner = Runner { policy, allow };

@@ -6,13 +6,13 @@ use common::*;
 use injector_host::linkerd::rollout::{
     PodAdmission, Rng, RolloutOptions, Workload, classify, pod_create_request, run_rollout,
 };
-use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::protocol::metadata::Metadata;
 use kubewarden_engine::runtime::engine::{Engine, EngineConfig};
 use serde_json::json;
 
 #[test]
 fn declares_its_context_aware_resources() {
-    let md = PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml");
+    let md = Metadata::from_file(&policy_yaml_path()).expect("policy.yaml");
     assert!(
         md.context_aware_resources
             .contains(&kubewarden_engine::ContextAwareResource::new(

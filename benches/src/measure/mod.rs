@@ -16,7 +16,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use injector_host::linkerd::rollout::LatencySummary;
-use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::protocol::metadata::Metadata;
 use kubewarden_engine::{Engine, EngineConfig, Policy};
 
 use crate::args::Args;
@@ -40,7 +40,7 @@ pub struct Setup {
     pub modules: Modules,
     pub policies: BTreeMap<&'static str, Policy>,
     pub compile_ms: BTreeMap<&'static str, f64>,
-    pub metadata: PolicyMetadata,
+    pub metadata: Metadata,
     pub world: World,
     /// typical, bare, skipped, service, containers20, env1500, pod64k, pod1m.
     pub scenarios: Vec<Scenario>,
@@ -78,7 +78,7 @@ impl Setup {
         // policy-server's defaults: 2 s deadline, epoch interruption on
         let engine = Engine::new(EngineConfig::default()).expect("engine");
         let (policies, compile_ms) = modules::compile(&engine, &modules);
-        let metadata = PolicyMetadata::from_file(&a.metadata).expect("policy metadata");
+        let metadata = Metadata::from_file(&a.metadata).expect("policy metadata");
         let mut world = World::new();
         let scenarios = scenarios(&mut world);
         let series = series(&mut world);

@@ -21,7 +21,7 @@ use wasmtime_provider::{
     EpochDeadlines, ResourceLimits, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre,
 };
 
-use crate::protocol::metadata::{MetadataError, PolicyMetadata};
+use crate::protocol::metadata::{Metadata, MetadataError};
 use crate::protocol::request::{AdmissionRequest, PolicySettings};
 use crate::protocol::response::{
     AdmissionResponse, DEADLINE_MESSAGE, SettingsValidationResponse, ValidationResponse,
@@ -181,7 +181,7 @@ impl Engine {
 
     /// Compiles a module (binary or WAT text) and pre-instantiates it.
     pub fn load_policy(&self, name: &str, bytes: &[u8]) -> Result<Policy, EngineError> {
-        let metadata = PolicyMetadata::from_module(bytes)?;
+        let metadata = Metadata::from_module(bytes)?;
         let module = wasmtime::Module::new(&self.wasmtime, bytes).map_err(|e| EngineError::Compile {
             name: name.into(),
             message: format!("{e:#}"),
@@ -219,7 +219,7 @@ pub struct Policy {
     pre: WasmtimeEngineProviderPre,
     deadlines: Option<EpochDeadlines>,
     max_memory: Option<usize>,
-    metadata: Option<PolicyMetadata>,
+    metadata: Option<Metadata>,
 }
 
 impl std::fmt::Debug for Policy {
@@ -238,7 +238,7 @@ impl Policy {
         module: wasmtime::Module,
         deadlines: Option<EpochDeadlines>,
         max_memory: Option<usize>,
-        metadata: Option<PolicyMetadata>,
+        metadata: Option<Metadata>,
     ) -> Result<Self, EngineError> {
         let mut builder = WasmtimeEngineProviderBuilder::new()
             .engine(engine.clone())
@@ -289,7 +289,7 @@ impl Policy {
     }
 
     /// Metadata embedded by `kwctl annotate`, if any.
-    pub fn embedded_metadata(&self) -> Option<&PolicyMetadata> {
+    pub fn embedded_metadata(&self) -> Option<&Metadata> {
         self.metadata.as_ref()
     }
 

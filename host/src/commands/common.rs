@@ -14,7 +14,7 @@ use kubewarden_engine::hostcalls::capabilities::CapabilityError;
 use kubewarden_engine::hostcalls::cluster::ClusterStateError;
 use kubewarden_engine::hostcalls::fault::{FaultParseError, FaultPlan, FaultRule};
 use kubewarden_engine::hostcalls::replay::ReplayError;
-use kubewarden_engine::protocol::metadata::{MetadataError, PolicyMetadata};
+use kubewarden_engine::protocol::metadata::{Metadata, MetadataError};
 use kubewarden_engine::protocol::request::{PolicySettings, RequestError};
 use kubewarden_engine::protocol::response::SettingsRejected;
 use kubewarden_engine::runtime::callback::LogSink;
@@ -169,15 +169,15 @@ pub(crate) fn metadata(
     common: &CommonArgs,
     policy: &Policy,
     fallback: Option<&Path>,
-) -> Result<Option<PolicyMetadata>, CommandError> {
+) -> Result<Option<Metadata>, CommandError> {
     if let Some(path) = &common.metadata_path {
-        return Ok(Some(PolicyMetadata::from_file(path)?));
+        return Ok(Some(Metadata::from_file(path)?));
     }
     if let Some(md) = policy.embedded_metadata() {
         return Ok(Some(md.clone()));
     }
     match fallback {
-        Some(p) if p.exists() => Ok(Some(PolicyMetadata::from_file(p)?)),
+        Some(p) if p.exists() => Ok(Some(Metadata::from_file(p)?)),
         _ => Ok(None),
     }
 }

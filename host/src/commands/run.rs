@@ -22,7 +22,7 @@ use kubewarden_engine::hostcalls::cluster::ClusterState;
 use kubewarden_engine::hostcalls::fault::FaultPlan;
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use kubewarden_engine::hostcalls::replay::ReplaySession;
-use kubewarden_engine::protocol::metadata::{ContextAwareResource, PolicyMetadata};
+use kubewarden_engine::protocol::metadata::{ContextAwareResource, Metadata};
 use kubewarden_engine::protocol::request::{AdmissionRequest, PolicySettings};
 use kubewarden_engine::protocol::response::SettingsRejected;
 use kubewarden_engine::runtime::callback::HostContext;
@@ -125,7 +125,7 @@ pub fn prepare(args: &RunArgs) -> Result<Prepared<'_>, CommandError> {
 /// `--allow-context-aware`, none without.
 fn allow_list(
     allow_context_aware: bool,
-    md: Option<&PolicyMetadata>,
+    md: Option<&Metadata>,
 ) -> (BTreeSet<ContextAwareResource>, Vec<String>) {
     let declared: BTreeSet<ContextAwareResource> =
         md.map(|m| m.context_aware_resources.clone()).unwrap_or_default();

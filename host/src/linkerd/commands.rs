@@ -20,7 +20,7 @@ use crate::commands::common::{
 };
 use kubewarden_engine::hostcalls::cluster::{ClusterState, ClusterStateError};
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
-use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::protocol::metadata::Metadata;
 use kubewarden_engine::protocol::request::PolicySettings;
 use kubewarden_engine::runtime::callback::HostContext;
 use kubewarden_engine::runtime::engine::{Engine, EngineConfig, Policy};
@@ -237,15 +237,15 @@ pub fn inject(args: &InjectArgs) -> Result<String, InjectError> {
 
 /// The metadata whose `contextAwareResources` are granted: `--metadata-path`, else the module's
 /// embedded metadata, else `policy.yaml` next to the module.
-fn inject_metadata(args: &InjectArgs, policy: &Policy) -> Result<Option<PolicyMetadata>, CommandError> {
+fn inject_metadata(args: &InjectArgs, policy: &Policy) -> Result<Option<Metadata>, CommandError> {
     if let Some(path) = &args.metadata_path {
-        return Ok(Some(PolicyMetadata::from_file(path)?));
+        return Ok(Some(Metadata::from_file(path)?));
     }
     if let Some(md) = policy.embedded_metadata() {
         return Ok(Some(md.clone()));
     }
     match args.module.parent().map(|d| d.join("policy.yaml")) {
-        Some(p) if p.exists() => Ok(Some(PolicyMetadata::from_file(&p)?)),
+        Some(p) if p.exists() => Ok(Some(Metadata::from_file(&p)?)),
         _ => Ok(None),
     }
 }

@@ -37,8 +37,8 @@ pub fn policy_yaml_path() -> PathBuf {
 /// A host for the real policy: its declared context-aware resources, Linkerd's control plane
 /// (namespace and trust-root ConfigMap) in the cluster state, guest logs dropped.
 pub fn policy_host() -> Arc<HostContext> {
-    let md = kubewarden_engine::protocol::metadata::PolicyMetadata::from_file(&policy_yaml_path())
-        .expect("policy.yaml");
+    let md =
+        kubewarden_engine::protocol::metadata::Metadata::from_file(&policy_yaml_path()).expect("policy.yaml");
     let mut state = ClusterState::new();
     for o in injector_host::linkerd::rollout::default_control_plane() {
         state.insert(o).unwrap();

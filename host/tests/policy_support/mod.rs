@@ -15,7 +15,7 @@ use kubewarden_engine::hostcalls::cluster::ClusterState;
 use kubewarden_engine::hostcalls::fault::{FaultPlan, FaultRule};
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
 use kubewarden_engine::hostcalls::replay::ReplaySession;
-use kubewarden_engine::protocol::metadata::PolicyMetadata;
+use kubewarden_engine::protocol::metadata::Metadata;
 use kubewarden_engine::protocol::request::{AdmissionRequest, PolicySettings};
 use kubewarden_engine::protocol::response::{AdmissionResponse, PatchType};
 use kubewarden_engine::runtime::callback::{HostContext, LogSink};
@@ -55,8 +55,8 @@ pub fn policy() -> &'static Policy {
 }
 
 /// The policy's metadata (`policy.yaml`).
-pub fn metadata() -> PolicyMetadata {
-    PolicyMetadata::from_file(&policy_yaml_path()).expect("policy.yaml")
+pub fn metadata() -> Metadata {
+    Metadata::from_file(&policy_yaml_path()).expect("policy.yaml")
 }
 
 /// A host serving lookups from `state` with `faults`, the allow-list of `policy.yaml`, and the

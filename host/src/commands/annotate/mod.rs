@@ -14,10 +14,9 @@
 //! kwctl overwrites it).
 //!
 //! The files: this one is the command (its flags, the files it reads and writes) and
-//! [`annotate()`], which joins `metadata.rs` (the metadata's shape and validation) and `wasm.rs`
-//! (the section, the capability scan, the protocol version).
+//! [`annotate()`], which joins the engine's `Metadata` (the metadata's shape and validation) and
+//! `wasm.rs` (the section, the capability scan, the protocol version).
 
-mod metadata;
 mod wasm;
 
 use std::path::{Path, PathBuf};
@@ -26,9 +25,11 @@ use clap::Args;
 use thiserror::Error;
 
 use super::common::{CommandError, Output};
+pub use kubewarden_engine::protocol::metadata::{
+    ExecutionMode, Metadata, Operation, PolicyType, ProtocolVersion, Rule,
+};
 use kubewarden_engine::protocol::sections::{SectionError, sections};
 use kubewarden_engine::runtime::engine::EngineError;
-pub use metadata::{ExecutionMode, Metadata, Operation, PolicyType, ProtocolVersion, Rule};
 pub use wasm::{HOST_CAPABILITIES, detect_host_capabilities, protocol_version, write_metadata_section};
 
 /// Annotation holding the usage text (`-u`).
@@ -63,7 +64,7 @@ pub struct Annotated {
 
 /// Annotates `module` with the metadata YAML and optional usage text.
 pub fn annotate(module: &[u8], metadata_yaml: &str, usage: Option<&str>) -> Result<Annotated, AnnotateError> {
-    let mut metadata = Metadata::from_yaml(metadata_yaml)?;
+    let mut metadata = Metadata::from_yaml(metadata_yaml).map_err(AnnotateError::Parse)?;
     sections(module)?;
     metadata.protocol_version = Some(match metadata.execution_mode {
         ExecutionMode::KubewardenWapc => protocol_version(module)?,
@@ -75,7 +76,7 @@ pub fn annotate(module: &[u8], metadata_yaml: &str, usage: Option<&str>) -> Resu
         annotations.insert(USAGE_ANNOTATION.into(), u.into());
     }
     metadata.annotations = Some(annotations);
-    metadata.validate()?;
+    metadata.validate().map_err(AnnotateError::Invalid)?;
     let detected = detect_host_capabilities(module)?;
     let declared = metadata.host_capabilities.clone().unwrap_or_default();
     let mut warnings = Vec::new();
@@ -91,7 +92,7 @@ pub fn annotate(module: &[u8], metadata_yaml: &str, usage: Option<&str>) -> Resu
             "host capabilities declared in metadata but not detected in the policy: {unused:?}"
         ));
     }
-    let json = metadata.to_section_json()?;
+    let json = metadata.to_section_json().map_err(AnnotateError::Serialize)?;
     Ok(Annotated {
         module: write_metadata_section(module, &json)?,
         metadata,

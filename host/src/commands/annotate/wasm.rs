@@ -6,9 +6,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::AnnotateError;
-use super::metadata::ProtocolVersion;
 use kubewarden_engine::hostcalls::lookup::Lookups;
 use kubewarden_engine::protocol::metadata::METADATA_SECTION;
+use kubewarden_engine::protocol::metadata::ProtocolVersion;
 use kubewarden_engine::protocol::sections::{Section, SectionError, append_custom_section, sections};
 use kubewarden_engine::runtime::callback::{HostContext, LogSink};
 use kubewarden_engine::runtime::engine::{Engine, EngineConfig};
