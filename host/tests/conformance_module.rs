@@ -442,37 +442,6 @@ fn trace_collector_identity_through_the_module(#[case] v: &str, #[case] domain: 
     );
 }
 
-/// Rendered as edge-26.8.3, with the warning and the `rendering` audit annotation.
-#[rstest]
-#[case::edge_2025("edge-25.12.3")]
-#[case::newer_edge("edge-26.9.1")]
-#[case::stable("stable-2.14.0")]
-fn outside_the_window_through_the_module(#[case] v: &str) {
-    let (pod, response) = admit_pod(
-        version_settings(json!({"linkerdVersion": v})),
-        json!({}),
-        enabled(),
-    );
-    let (newest, _) = admit_pod(
-        version_settings(json!({"linkerdVersion": "edge-26.8.3"})),
-        json!({}),
-        enabled(),
-    );
-    assert!(response.allowed);
-    assert_eq!(pod, newest);
-    assert_eq!(
-        response.warnings,
-        Some(vec![format!(
-            "linkerdVersion {v} is outside the Linkerd releases this policy renders exactly (edge-26.1.1 to edge-26.8.3); the proxy is rendered as edge-26.8.3's injector renders it (policy.versionOutsideWindow: renderNewest)"
-        )])
-    );
-    let audit = response.audit_annotations.unwrap_or_default();
-    assert_eq!(
-        audit.get("rendering").map(String::as_str),
-        Some(format!("edge-26.8.3 for linkerdVersion {v} (outside edge-26.1.1 to edge-26.8.3)").as_str())
-    );
-}
-
 #[rstest]
 #[case::newer_edge("edge-26.9.1")]
 #[case::stable("stable-2.14.0")]

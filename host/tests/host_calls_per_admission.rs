@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use kubewarden_engine::hostcalls::fault::FaultPlan;
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups, ResourceStats};
-use kubewarden_engine::hostcalls::replay::CallbackRequestType;
 use kubewarden_engine::runtime::callback::{HostContext, LogSink};
 use policy_support::*;
 use rstest::rstest;
@@ -38,9 +37,10 @@ fn recording_host() -> Arc<HostContext> {
     ))
 }
 
-/// One `get_resource` call as `kind name namespace disable_cache [masks]`.
+/// One cached `get_resource` call, as the engine names a recorded call.
 fn call(kind: &str, name: &str, namespace: Option<&str>, masks: &[&str]) -> String {
-    format!("{kind} {name} {namespace:?} false {masks:?}")
+    let target = namespace.map_or(name.to_owned(), |ns| format!("{ns}/{name}"));
+    format!("get {kind} {target} masks [{}]", masks.join(", "))
 }
 
 fn ns_call(name: &str) -> String {
@@ -63,7 +63,7 @@ fn values_call() -> String {
 
 /// The one list of the control plane's ConfigMaps (`policy.configMapLookup: list`).
 fn list_call() -> String {
-    "list v1/ConfigMap \"linkerd\" [\"data\"]".to_owned()
+    "list v1/ConfigMap in linkerd masks [data]".to_owned()
 }
 
 /// `expected` (the calls under `valuesFrom: linkerdConfig` and `configMapLookup: get`) for these
@@ -112,32 +112,8 @@ fn rs_call(name: &str) -> String {
 fn recorded_calls(host: &HostContext) -> Vec<String> {
     host.lookups()
         .recorded()
-        .into_iter()
-        .map(|exchange| match exchange.request {
-            CallbackRequestType::KubernetesGetResource {
-                api_version,
-                kind,
-                name,
-                namespace,
-                disable_cache,
-                field_masks,
-            } => {
-                let masks: Vec<String> = field_masks.into_iter().flatten().collect();
-                format!("{api_version}/{kind} {name} {namespace:?} {disable_cache} {masks:?}")
-            }
-            CallbackRequestType::KubernetesListResourceNamespace {
-                api_version,
-                kind,
-                namespace,
-                label_selector: None,
-                field_selector: None,
-                field_masks,
-            } => {
-                let masks: Vec<String> = field_masks.into_iter().flatten().collect();
-                format!("list {api_version}/{kind} {namespace:?} {masks:?}")
-            }
-            other => format!("unexpected host call {other:?}"),
-        })
+        .iter()
+        .map(|exchange| exchange.request.to_string())
         .collect()
 }
 

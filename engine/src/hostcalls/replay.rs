@@ -73,6 +73,72 @@ pub enum CallbackRequestType {
     },
 }
 
+/// One line naming the call, as tests and messages show it: `get apps/v1/ReplicaSet
+/// shop/web-5d8f9c7b4 masks [metadata.name]`, `list v1/ConfigMap in linkerd masks [data]`; an
+/// uncached get says `uncached`, selectors are named.
+impl std::fmt::Display for CallbackRequestType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let masks = |m: &Option<BTreeSet<String>>| match m {
+            Some(m) => format!(" masks [{}]", m.iter().cloned().collect::<Vec<_>>().join(", ")),
+            None => String::new(),
+        };
+        let selectors = |label: &Option<String>, field: &Option<String>| {
+            let label = label.as_ref().map(|s| format!(" labels {s}")).unwrap_or_default();
+            let field = field.as_ref().map(|s| format!(" fields {s}")).unwrap_or_default();
+            label + &field
+        };
+        match self {
+            Self::KubernetesGetResource {
+                api_version,
+                kind,
+                name,
+                namespace,
+                disable_cache,
+                field_masks,
+            } => {
+                let target = namespace
+                    .as_ref()
+                    .map_or(name.clone(), |ns| format!("{ns}/{name}"));
+                let uncached = if *disable_cache { " uncached" } else { "" };
+                write!(
+                    f,
+                    "get {api_version}/{kind} {target}{uncached}{}",
+                    masks(field_masks)
+                )
+            }
+            Self::KubernetesListResourceNamespace {
+                api_version,
+                kind,
+                namespace,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => write!(
+                f,
+                "list {api_version}/{kind} in {namespace}{}{}",
+                selectors(label_selector, field_selector),
+                masks(field_masks)
+            ),
+            Self::KubernetesListResourceAll {
+                api_version,
+                kind,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => write!(
+                f,
+                "list {api_version}/{kind}{}{}",
+                selectors(label_selector, field_selector),
+                masks(field_masks)
+            ),
+            Self::KubernetesCanI { request, .. } => {
+                let r = &request.resource_attributes;
+                write!(f, "can_i {} {} {}", request.user, r.verb, r.resource)
+            }
+        }
+    }
+}
+
 impl From<&GetResourceRequest> for CallbackRequestType {
     fn from(r: &GetResourceRequest) -> Self {
         Self::KubernetesGetResource {
@@ -243,6 +309,31 @@ mod tests {
             disable_cache: false,
             field_masks: None,
         }
+    }
+
+    #[test]
+    fn a_call_is_named_on_one_line() {
+        assert_eq!(ns_request().to_string(), "get v1/Namespace emojivoto");
+        let rs = CallbackRequestType::KubernetesGetResource {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "web".into(),
+            namespace: Some("shop".into()),
+            disable_cache: true,
+            field_masks: Some(["metadata.name".into(), "metadata.ownerReferences".into()].into()),
+        };
+        assert_eq!(
+            rs.to_string(),
+            "get apps/v1/ReplicaSet shop/web uncached masks [metadata.name, metadata.ownerReferences]"
+        );
+        let list = CallbackRequestType::KubernetesListResourceAll {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            label_selector: Some("app=web".into()),
+            field_selector: None,
+            field_masks: None,
+        };
+        assert_eq!(list.to_string(), "list v1/Pod labels app=web");
     }
 
     #[test]
