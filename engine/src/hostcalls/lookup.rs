@@ -406,14 +406,22 @@ impl Lookups {
         self.keep(|| CallbackRequestType::from(r), self.answer_get_resource(r))
     }
 
+    /// A get or `can_i` answered by the replay session, counted like a cluster lookup.
+    fn replayed(
+        &self,
+        session: &ReplaySession,
+        request: CallbackRequestType,
+        resource: String,
+    ) -> Result<Vec<u8>, String> {
+        let result = session.respond(&request);
+        self.record(resource, Origin::Fetched, result.is_err());
+        result
+    }
+
     fn answer_get_resource(&self, r: &GetResourceRequest) -> Result<Vec<u8>, String> {
         let resource = format!("{}/{}", r.api_version, r.kind);
         match &self.source {
-            LookupSource::Replay(session) => {
-                let result = session.respond(&CallbackRequestType::from(r));
-                self.record(resource, Origin::Fetched, result.is_err());
-                result
-            }
+            LookupSource::Replay(session) => self.replayed(session, CallbackRequestType::from(r), resource),
             LookupSource::Cluster(c) => {
                 let key = format!(
                     "get_resource_cached({},{}),{},{:?}",
@@ -486,11 +494,7 @@ impl Lookups {
     fn answer_can_i(&self, r: &CanIRequest) -> Result<Vec<u8>, String> {
         let resource = "authorization.k8s.io/v1/SubjectAccessReview".to_owned();
         match &self.source {
-            LookupSource::Replay(session) => {
-                let result = session.respond(&CallbackRequestType::from(r));
-                self.record(resource, Origin::Fetched, result.is_err());
-                result
-            }
+            LookupSource::Replay(session) => self.replayed(session, CallbackRequestType::from(r), resource),
             LookupSource::Cluster(c) => {
                 let sar = &r.subject_access_review;
                 let (result, origin) = if r.disable_cache {
