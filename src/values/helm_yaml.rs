@@ -321,6 +321,9 @@ fn plain_unicode(c: char) -> bool {
 /// `key: rest` or `key:` with a plain key that resolves to a string; `rest` without its
 /// leading spaces, "" when empty or a comment.
 fn split_key(line: &str) -> Option<(&str, &str)> {
+    if let Some(split) = split_word_key(line) {
+        return Some(split);
+    }
     let (key, rest) = match find_pair(line, b':', b' ') {
         Some(at) => (line.get(..at)?, line.get(at + 2..)?),
         None => (line.strip_suffix(':')?, ""),
@@ -331,6 +334,49 @@ fn split_key(line: &str) -> Option<(&str, &str)> {
     }
     let rest = rest.trim_start_matches(' ');
     Some((key, if rest.starts_with('#') { "" } else { rest }))
+}
+
+/// Bytes of a word: a key or a scalar made of them alone has no indicator, space, comment or
+/// colon inside, so none of the checks of [`split_key`] and [`scalar`] can apply to it.
+const fn word_bytes() -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'/');
+        b += 1;
+    }
+    table
+}
+static WORD: [bool; 256] = word_bytes();
+
+/// Length of the run of word bytes at the start of `bytes`.
+fn word_len(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|&b| !WORD.get(usize::from(b)).copied().unwrap_or(false))
+        .unwrap_or(bytes.len())
+}
+
+/// [`split_key`] for the line almost every key of `toYaml` output is, `word:` or `word: rest`
+/// with a word starting with a letter, in one pass over the key; `None` leaves the line to the
+/// general rules (which give the same answer wherever this one answers).
+fn split_word_key(line: &str) -> Option<(&str, &str)> {
+    let bytes = line.as_bytes();
+    if !bytes.first()?.is_ascii_alphabetic() {
+        return None;
+    }
+    let end = word_len(bytes);
+    // a short word may be null or a boolean, which is not a string key
+    if end <= 5 && !resolves_to_string(line.get(..end)?) {
+        return None;
+    }
+    let rest = match bytes.get(end..)? {
+        [b':'] => "",
+        [b':', b' ', ..] => line.get(end + 2..)?.trim_start_matches(' '),
+        _ => return None,
+    };
+    Some((line.get(..end)?, if rest.starts_with('#') { "" } else { rest }))
 }
 
 /// Characters that may not start a plain scalar here (or that start a construct left to
@@ -386,6 +432,12 @@ impl Scalar<'_> {
 
 /// A one-line scalar after `key: ` or `- `.
 fn scalar(text: &str) -> Option<Scalar<'_>> {
+    // a word starting with a letter or digit is a plain scalar as it stands
+    if text.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
+        && word_len(text.as_bytes()) == text.len()
+    {
+        return resolve_plain(text);
+    }
     if let Some(quoted) = text.strip_prefix('"') {
         let end = quoted.find('"')?;
         let (content, after) = (quoted.get(..end)?, quoted.get(end + 1..)?);
