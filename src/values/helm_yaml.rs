@@ -142,9 +142,14 @@ impl<'a> Reader<'a> {
             return Some((indent, text));
         }
         while let Some(line) = self.lines.get(self.pos) {
-            let text = line.trim_start_matches(' ');
-            if !text.is_empty() && !text.starts_with('#') {
-                let found = (line.len() - text.len(), text.trim_end_matches(' '));
+            // byte loops: the trims' pattern machinery cost more than the rest of the peek
+            let bytes = line.as_bytes();
+            let indent = bytes.iter().position(|&b| b != b' ');
+            if let Some(indent) = indent
+                && bytes.get(indent) != Some(&b'#')
+            {
+                let end = bytes.iter().rposition(|&b| b != b' ').map_or(indent, |i| i + 1);
+                let found = (indent, line.get(indent..end)?);
                 self.peeked = Some((self.pos, found.0, found.1));
                 return Some(found);
             }
