@@ -27,9 +27,13 @@ pub fn fixture_path(dir: &str, name: &str) -> PathBuf {
 
 /// A YAML or JSON fixture as JSON (first document).
 pub fn load(dir: &str, name: &str) -> Value {
-    let path = fixture_path(dir, name);
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    if name.ends_with(".json") {
+    load_path(&fixture_path(dir, name))
+}
+
+/// A YAML or JSON file as JSON (first document), by its path.
+pub fn load_path(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if path.extension().is_some_and(|e| e == "json") {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     } else {
         serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -63,13 +67,7 @@ pub fn linkerd_config_goldens() -> Vec<(String, Value)> {
             let file = file.expect("a directory entry").path();
             if file.extension().is_some_and(|e| e == "yaml") {
                 let name = file.strip_prefix(&root).unwrap_or(&file).display().to_string();
-                let dir = file.parent().unwrap_or(&tag).display().to_string();
-                let file_name = file
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                goldens.push((name, load(&dir, &file_name)));
+                goldens.push((name, load_path(&file)));
             }
         }
     }
