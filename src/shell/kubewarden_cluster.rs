@@ -3,6 +3,7 @@
 //! crate is a different thing, an engine that runs the module).
 
 use crate::cluster::{Cluster, ListLookup, Lookup, LookupError, classify_host_error};
+use crate::shell::wire::from_json;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
 };
@@ -52,7 +53,7 @@ impl Cluster for KubewardenCluster {
         let answer = Self::call("get_resource", &what, &request, |e| {
             classify_host_error(&what, &e)
         })?;
-        let object: Value = serde_json::from_slice(&answer)
+        let object: Value = from_json(&answer)
             .map_err(|e| LookupError::Failed(format!("lookup of {what}: malformed answer: {e}")))?;
         if !object.is_object() {
             return Err(LookupError::Failed(format!(
@@ -76,7 +77,7 @@ impl Cluster for KubewardenCluster {
         let answer = Self::call("list_resources_by_namespace", &what, &request, |e| {
             LookupError::Failed(format!("lookup of {what} failed: {e}"))
         })?;
-        let list: Items = serde_json::from_slice(&answer)
+        let list: Items = from_json(&answer)
             .map_err(|e| LookupError::Failed(format!("lookup of {what}: malformed answer: {e}")))?;
         Ok(list.items)
     }

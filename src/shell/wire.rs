@@ -34,9 +34,19 @@ pub fn validate(payload: &[u8], cluster: &dyn Cluster) -> Vec<u8> {
     encode(outcome)
 }
 
+/// `serde_json::from_slice` with the bytes checked as UTF-8 once, up front: reading from a
+/// `str`, serde_json does not check each string again (that was 4 % of the guest's
+/// instructions). Invalid UTF-8 is read by `from_slice`, whose error names the position.
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    }
+}
+
 fn decode(payload: &[u8]) -> Result<(Value, Settings), String> {
     let value: Value =
-        serde_json::from_slice(payload).map_err(|e| format!("validate payload: not a valid request: {e}"))?;
+        from_json(payload).map_err(|e| format!("validate payload: not a valid request: {e}"))?;
     let Value::Object(mut fields) = value else {
         return Err("validate payload: must be a JSON object with \"request\" and \"settings\"".into());
     };
