@@ -548,7 +548,14 @@ fn resolve_plain(text: &str) -> Option<Scalar<'_>> {
         };
     }
     let radix = ["0x", "0o", "0b"].iter().any(|p| unsigned.starts_with(p));
-    if radix || unsigned.starts_with(['.', '+', '-']) || unsigned.parse::<f64>().is_ok() {
+    // after a leading digit (so not `inf` or `nan`), a byte no float has (`100ms`,
+    // `10.0.0.0/8`) spares Rust's float parser
+    let not_float = unsigned.starts_with(|c: char| c.is_ascii_digit())
+        && unsigned
+            .bytes()
+            .any(|b| !(b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-')));
+    let float = !not_float && unsigned.parse::<f64>().is_ok();
+    if radix || unsigned.starts_with(['.', '+', '-']) || float {
         return None;
     }
     Some(Scalar::Str(text.into()))
