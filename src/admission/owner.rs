@@ -179,7 +179,7 @@ fn via_lookup(
 }
 
 fn single_owner(object: &Value) -> Option<Owner> {
-    let refs = object.pointer("/metadata/ownerReferences")?.as_array()?;
+    let refs = object.get("metadata")?.get("ownerReferences")?.as_array()?;
     let [only] = refs.as_slice() else { return None };
     let kind = only.get("kind")?.as_str()?;
     let name = only.get("name")?.as_str()?;
@@ -190,7 +190,7 @@ fn single_owner(object: &Value) -> Option<Owner> {
 /// `pod-template-hash` label: when both agree the Deployment name is known without a lookup.
 /// Argo Rollouts label `rollouts-pod-template-hash` instead, so their pods never match here.
 fn deployment_by_hash(meta: &Value, rs_name: &str) -> Option<Owner> {
-    let hash = meta.pointer("/labels/pod-template-hash")?.as_str()?;
+    let hash = meta.get("labels")?.get("pod-template-hash")?.as_str()?;
     let deploy = rs_name.strip_suffix(hash)?.strip_suffix('-')?;
     (!deploy.is_empty() && !hash.is_empty()).then(|| Owner::new("deployment", deploy))
 }

@@ -61,8 +61,12 @@ fn decode(payload: &[u8]) -> Result<(Value, Settings), String> {
     Ok((request, settings))
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+/// The string at `path` of keys, "" when absent (`Value::pointer` allocates twice per key).
+fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .try_fold(v, |v, k| v.get(*k))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// Decides on the borrowed object, then applies the additions to the request's own object
@@ -70,9 +74,9 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 fn evaluate(mut request: Value, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
     let object = request.get_mut("object").map(Value::take).unwrap_or(Value::Null);
     let req = Request {
-        kind: str_at(&request, "/kind/kind"),
-        operation: str_at(&request, "/operation"),
-        namespace: str_at(&request, "/namespace"),
+        kind: str_at(&request, &["kind", "kind"]),
+        operation: str_at(&request, &["operation"]),
+        namespace: str_at(&request, &["namespace"]),
         object: &object,
     };
     if req.operation == "CREATE" && !object.is_object() && matches!(req.kind, "Pod" | "Service") {

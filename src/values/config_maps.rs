@@ -45,8 +45,10 @@ impl Cluster for ControlPlaneReads<'_> {
             .listed
             .get_or_init(|| self.inner.list(&ListLookup::config_maps(namespace)));
         let items = listed.as_ref().map_err(Clone::clone)?;
-        let named =
-            |o: &&Value| o.pointer("/metadata/name").and_then(Value::as_str) == Some(lookup.name.as_str());
+        let named = |o: &&Value| {
+            let name = o.get("metadata").and_then(|m| m.get("name"));
+            name.and_then(Value::as_str) == Some(lookup.name.as_str())
+        };
         items
             .iter()
             .find(named)

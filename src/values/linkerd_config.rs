@@ -149,7 +149,11 @@ impl<'s, 'c> Values<'s, 'c> {
     pub fn opaque_ports(&self) -> Option<String> {
         let settings = self.settings;
         let set_here = settings.policy.values_from == ValuesSource::Settings
-            || settings.overrides.pointer("/proxy/opaquePorts").is_some();
+            || settings
+                .overrides
+                .get("proxy")
+                .and_then(|p| p.get("opaquePorts"))
+                .is_some();
         if set_here {
             return Some(settings.proxy.opaque_ports.clone());
         }
@@ -199,7 +203,8 @@ fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesErr
             },
         })?;
     // the answer is ours: take the text out of it rather than copy it
-    match config_map.pointer_mut("/data/values").map(Value::take) {
+    let values = config_map.get_mut("data").and_then(|d| d.get_mut(VALUES_KEY));
+    match values.map(Value::take) {
         Some(Value::String(text)) => Ok(text),
         _ => Err(ValuesError::MissingKey {
             at: config_map_name(settings),

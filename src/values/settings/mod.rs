@@ -193,7 +193,9 @@ fn decode_layers<const N: usize>(layers: [Value; N]) -> Result<Settings, Setting
     if non_object_at_partial {
         return decode_over_defaults(layers);
     }
-    let native_sidecar_set = layers.iter().any(|l| l.pointer("/proxy/nativeSidecar").is_some());
+    let native_sidecar_set = layers
+        .iter()
+        .any(|l| l.get("proxy").and_then(|p| p.get("nativeSidecar")).is_some());
     let mut merged = Value::Object(Default::default());
     for layer in layers.into_iter().filter(|l| !l.is_null()) {
         merge(&mut merged, layer);
