@@ -327,7 +327,8 @@ fn check_template(template: &Value, at: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn navigate<'v>(object: &'v Value, path: &[&str]) -> Option<&'v Value> {
+/// The value at `path` of keys (`Value::pointer` would allocate twice per key).
+pub(crate) fn navigate<'v>(object: &'v Value, path: &[&str]) -> Option<&'v Value> {
     path.iter().try_fold(object, |v, k| v.get(*k))
 }
 

@@ -61,12 +61,9 @@ fn decode(payload: &[u8]) -> Result<(Value, Settings), String> {
     Ok((request, settings))
 }
 
-/// The string at `path` of keys, "" when absent (`Value::pointer` allocates twice per key).
+/// The string at `path` of keys, "" when absent.
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    path.iter()
-        .try_fold(v, |v, k| v.get(*k))
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    admit::navigate(v, path).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Decides on the borrowed object, then applies the additions to the request's own object
