@@ -2,4 +2,5 @@
 //! over Kubewarden's host capabilities.
 
 pub mod kubewarden_cluster;
+mod payload;
 pub mod wire;

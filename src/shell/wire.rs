@@ -4,6 +4,7 @@
 use crate::admission::admit::{self, Request};
 use crate::admission::outcome::{Outcome, Verdict};
 use crate::cluster::Cluster;
+use crate::shell::payload::{Payload, RequestFields, Shape};
 use crate::values::settings::Settings;
 /// The answers' types: the SDK's own (re-exported for the playground and the tests that read them).
 pub use kubewarden_policy_sdk::{response::ValidationResponse, settings::SettingsValidationResponse};
@@ -44,36 +45,32 @@ pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_j
     }
 }
 
-fn decode(payload: &[u8]) -> Result<(Value, Settings), String> {
-    let value: Value =
+fn decode(payload: &[u8]) -> Result<(RequestFields, Settings), String> {
+    let payload: Shape<Payload> =
         from_json(payload).map_err(|e| format!("validate payload: not a valid request: {e}"))?;
-    let Value::Object(mut fields) = value else {
+    let Shape::Object(payload) = payload else {
         return Err("validate payload: must be a JSON object with \"request\" and \"settings\"".into());
     };
-    let Some(request) = fields.remove("request") else {
+    let Some(request) = payload.request else {
         return Err("validate payload: missing \"request\"".into());
     };
-    let settings =
-        Settings::from_value(fields.remove("settings").unwrap_or(Value::Null)).map_err(|e| e.to_string())?;
-    if !request.is_object() {
+    let settings = Settings::from_value(payload.settings).map_err(|e| e.to_string())?;
+    let Shape::Object(request) = request else {
         return Err("request: must be an AdmissionRequest object".into());
-    }
+    };
     Ok((request, settings))
-}
-
-/// The string at `path` of keys, "" when absent.
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    admit::navigate(v, path).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Decides on the borrowed object, then applies the additions to the request's own object
 /// (moved out of the request, never cloned).
-fn evaluate(mut request: Value, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
-    let object = request.get_mut("object").map(Value::take).unwrap_or(Value::Null);
+fn evaluate(request: RequestFields, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+    let object = request.object;
     let req = Request {
-        kind: str_at(&request, &["kind", "kind"]),
-        operation: str_at(&request, &["operation"]),
-        namespace: str_at(&request, &["namespace"]),
+        kind: admit::navigate(&request.kind, &["kind"])
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        operation: request.operation.as_str().unwrap_or(""),
+        namespace: request.namespace.as_str().unwrap_or(""),
         object: &object,
     };
     if req.operation == "CREATE" && !object.is_object() && matches!(req.kind, "Pod" | "Service") {
