@@ -18,7 +18,7 @@ fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn run(pod: &[(&str, &str)], ns: &[(&str, &str)]) -> Result<ProxyConfig, ConfigError> {
+fn run(pod: &[(&str, &str)], ns: &[(&str, &str)]) -> Result<ProxyConfig<'static>, ConfigError> {
     let (pod, ns, labels, spec) = (map(pod), map(ns), BTreeMap::new(), spec());
     effective(
         &Settings::default(),
@@ -30,6 +30,7 @@ fn run(pod: &[(&str, &str)], ns: &[(&str, &str)]) -> Result<ProxyConfig, ConfigE
         },
         false,
     )
+    .map(ProxyConfig::into_owned)
 }
 
 #[rstest]
@@ -244,4 +245,30 @@ fn ingress_sets_ingress_mode() {
             .proxy
             .is_ingress
     );
+}
+
+/// The settings are copied only when a recognised annotation applies to the pod; otherwise the
+/// configuration is the settings themselves.
+#[rstest]
+#[case::no_annotations(&[], &[], false)]
+#[case::unrelated_annotations(&[("prometheus.io/scrape", "true")], &[("linkerd.io/inject", "enabled")], false)]
+#[case::namespace_value_not_inherited(&[], &[("config.linkerd.io/debug-image", "dbg")], false)]
+#[case::pod_override(&[("config.linkerd.io/proxy-uid", "7")], &[], true)]
+#[case::inherited_from_namespace(&[], &[("config.linkerd.io/proxy-log-level", "debug")], true)]
+fn settings_are_copied_only_when_written(
+    #[case] pod: &[(&str, &str)],
+    #[case] ns: &[(&str, &str)],
+    #[case] copied: bool,
+) {
+    let settings = Settings::default();
+    let (pod, ns, labels, spec) = (map(pod), map(ns), BTreeMap::new(), spec());
+    let layers = Layers {
+        pod: &pod,
+        namespace: &ns,
+        spec: &spec,
+        labels: &labels,
+    };
+    let config = effective(&settings, &layers, false).unwrap();
+    assert_eq!(matches!(config.values, std::borrow::Cow::Owned(_)), copied);
+    assert_eq!(*config.values == settings, !copied);
 }

@@ -46,7 +46,7 @@ fn source(s: &Subject<'_>, keys: &[&str], setting: &str) -> String {
 
 pub fn check(
     settings: &Settings,
-    config: &ProxyConfig,
+    config: &ProxyConfig<'_>,
     cx: &Context<'_>,
     s: &Subject<'_>,
 ) -> Result<(), GuardError> {

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 /// Everything rendering needs, computed once per pod.
 pub struct Context<'a> {
-    pub config: &'a ProxyConfig,
+    pub config: &'a ProxyConfig<'a>,
     /// The pod spec before injection.
     pub spec: &'a Value,
     /// The trust bundle as read (untrimmed).
@@ -27,7 +27,7 @@ pub struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    pub fn new(config: &'a ProxyConfig, spec: &'a Value, trust_anchors: &'a str) -> Self {
+    pub fn new(config: &'a ProxyConfig<'a>, spec: &'a Value, trust_anchors: &'a str) -> Self {
         let inbound_ports = if config.values.proxy.pod_inbound_ports.is_empty() {
             inbound_ports(spec)
         } else {
