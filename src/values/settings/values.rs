@@ -371,18 +371,8 @@ pub(super) fn readiness_probe() -> Probe {
     Probe::new(2, 1)
 }
 
-/// A JSON object of these entries: the defaults are built on every admission, and `json!`
-/// serialises each leaf through serde (twice the work).
-fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(entries.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-}
-
 pub(super) fn http2_keepalive() -> Value {
-    let http2 = object([
-        ("keepAliveInterval", "10s".into()),
-        ("keepAliveTimeout", "3s".into()),
-    ]);
-    object([("server", object([("http2", http2)]))])
+    serde_json::json!({"server": {"http2": {"keepAliveInterval": "10s", "keepAliveTimeout": "3s"}}})
 }
 
 impl Default for Proxy {
@@ -511,18 +501,15 @@ impl Default for NetworkValidator {
 }
 
 pub(super) fn network_validator_security_context() -> Value {
-    object([
-        ("allowPrivilegeEscalation", false.into()),
-        (
-            "capabilities",
-            object([("drop", Value::Array(vec!["ALL".into()]))]),
-        ),
-        ("readOnlyRootFilesystem", true.into()),
-        ("runAsGroup", 65534.into()),
-        ("runAsNonRoot", true.into()),
-        ("runAsUser", 65534.into()),
-        ("seccompProfile", object([("type", "RuntimeDefault".into())])),
-    ])
+    serde_json::json!({
+        "allowPrivilegeEscalation": false,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": true,
+        "runAsGroup": 65534,
+        "runAsNonRoot": true,
+        "runAsUser": 65534,
+        "seccompProfile": {"type": "RuntimeDefault"}
+    })
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -539,31 +526,5 @@ impl Default for DebugContainer {
                 ..Image::default()
             },
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn built_defaults_are_the_charts() {
-        assert_eq!(
-            http2_keepalive(),
-            json!({"server": {"http2": {"keepAliveInterval": "10s", "keepAliveTimeout": "3s"}}})
-        );
-        assert_eq!(
-            network_validator_security_context(),
-            json!({
-                "allowPrivilegeEscalation": false,
-                "capabilities": {"drop": ["ALL"]},
-                "readOnlyRootFilesystem": true,
-                "runAsGroup": 65534,
-                "runAsNonRoot": true,
-                "runAsUser": 65534,
-                "seccompProfile": {"type": "RuntimeDefault"}
-            })
-        );
     }
 }
