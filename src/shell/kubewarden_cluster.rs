@@ -3,19 +3,38 @@
 //! crate is a different thing, an engine that runs the module).
 
 use crate::cluster::{Cluster, ListLookup, Lookup, LookupError, classify_host_error};
+use crate::shell::masked;
 use crate::shell::wire::from_json;
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
 };
 use kubewarden_policy_sdk::wapc_guest::host_call;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// The part of a Kubernetes List the module reads.
+/// A Kubernetes List as a whole: only read to explain an answer [`masked::items`] cannot read.
 #[derive(Deserialize)]
 struct Items {
+    #[expect(dead_code, reason = "read for its errors only")]
     items: Vec<Value>,
+}
+
+/// An answer read by `read` (the masked reading); an answer it cannot read is read again
+/// whole as `W`, so that every error message is serde_json's for the answer as sent.
+fn read_answer<T, W: DeserializeOwned>(
+    answer: &[u8],
+    read: impl FnOnce(&str) -> serde_json::Result<T>,
+) -> serde_json::Result<T> {
+    let masked = std::str::from_utf8(answer).map(read);
+    match masked {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(from_json::<W>(answer).err().unwrap_or(e)),
+        Err(_) => Err(from_json::<W>(answer)
+            .err()
+            .unwrap_or_else(|| <serde_json::Error as serde::de::Error>::custom("not UTF-8"))),
+    }
 }
 
 pub struct KubewardenCluster;
@@ -53,7 +72,7 @@ impl Cluster for KubewardenCluster {
         let answer = Self::call("get_resource", &what, &request, |e| {
             classify_host_error(&what, &e)
         })?;
-        let object: Value = from_json(&answer)
+        let object = read_answer::<_, Value>(&answer, |text| masked::object(text, lookup.field_masks))
             .map_err(|e| LookupError::Failed(format!("lookup of {what}: malformed answer: {e}")))?;
         if !object.is_object() {
             return Err(LookupError::Failed(format!(
@@ -77,8 +96,7 @@ impl Cluster for KubewardenCluster {
         let answer = Self::call("list_resources_by_namespace", &what, &request, |e| {
             LookupError::Failed(format!("lookup of {what} failed: {e}"))
         })?;
-        let list: Items = from_json(&answer)
-            .map_err(|e| LookupError::Failed(format!("lookup of {what}: malformed answer: {e}")))?;
-        Ok(list.items)
+        read_answer::<_, Items>(&answer, |text| masked::items(text, lookup.field_masks))
+            .map_err(|e| LookupError::Failed(format!("lookup of {what}: malformed answer: {e}")))
     }
 }

@@ -2,5 +2,6 @@
 //! over Kubewarden's host capabilities.
 
 pub mod kubewarden_cluster;
+mod masked;
 mod payload;
 pub mod wire;

@@ -117,14 +117,14 @@ impl<'de, T: Fields> Visitor<'de> for ShapeVisitor<T> {
     }
 }
 
-/// A key, borrowed from the payload unless it has escapes.
-enum KeyString<'de> {
+/// A key, borrowed from the JSON text unless it has escapes.
+pub(super) enum KeyString<'de> {
     Borrowed(&'de str),
     Owned(String),
 }
 
 impl KeyString<'_> {
-    fn as_str(&self) -> &str {
+    pub(super) fn as_str(&self) -> &str {
         match self {
             KeyString::Borrowed(s) => s,
             KeyString::Owned(s) => s,
