@@ -257,7 +257,7 @@ fn get_annotation_patch_pod(
             ns_ann
                 .get("config.linkerd.io/opaque-ports")
                 .and_then(Value::as_str),
-            || Some(settings.proxy.opaque_ports.as_str()),
+            || Some(&*settings.proxy.opaque_ports),
         )
     };
     let mut ours = pod.clone();

@@ -252,7 +252,7 @@ fn opaque_ports_agree(golden: &str, config_map: Value, settings_file: &str) {
         .expect("usable")
         .proxy
         .opaque_ports
-        .clone();
+        .to_string();
     assert_eq!(
         Values::new(&s, &cluster).opaque_ports(),
         Some(whole),
@@ -275,7 +275,7 @@ fn opaque_ports_alone_agree_with_the_whole_read(#[case] values: &str) {
         .expect("usable")
         .proxy
         .opaque_ports
-        .clone();
+        .to_string();
     assert_eq!(Values::new(&s, &cluster).opaque_ports(), Some(whole), "{values}");
 }
 

@@ -513,13 +513,13 @@ fn added_annotations(t: &Template<'_>, settings: &Settings, cx: &Context<'_>, bu
         .filter(|k| cx.config.rendering.version.knows_annotation(k))
         .filter_map(|k| t.ns_ann.get(*k).map(|v| (k.to_string(), v.clone())))
         .collect();
-    annotations.insert(ann::CREATED_BY.into(), settings.policy.created_by.clone());
+    annotations.insert(ann::CREATED_BY.into(), settings.policy.created_by.to_string());
     annotations.insert(ann::PROXY_VERSION.into(), cx.proxy_version().to_string());
     annotations.insert(ann::TRUST_ROOT_SHA256.into(), trust::sha256_hex(bundle));
     if !t.pod_ann.contains_key(ann::OPAQUE_PORTS)
         && !t.ns_ann.contains_key(ann::OPAQUE_PORTS)
         && let Some(v) =
-            opaque::default_annotation("Pod", t.spec, None, || Some(settings.proxy.opaque_ports.as_str()))
+            opaque::default_annotation("Pod", t.spec, None, || Some(&*settings.proxy.opaque_ports))
     {
         annotations.insert(ann::OPAQUE_PORTS.into(), v);
     }
@@ -531,7 +531,7 @@ fn added_labels(t: &Template<'_>, settings: &Settings, owner: &Owner) -> StringM
     let mut labels = BTreeMap::new();
     labels.insert(
         ann::CONTROL_PLANE_NS_LABEL.to_string(),
-        settings.policy.control_plane_namespace.clone(),
+        settings.policy.control_plane_namespace.to_string(),
     );
     // Linkerd's rule: the object's own namespace (the API server sets it to the request's; a
     // manifest without one, in manual injection, gets "" as from `linkerd inject`)

@@ -22,7 +22,7 @@ pub fn has_linkerd_proxy(spec: &Value) -> bool {
 /// The proxy version the control plane injects by default: `proxy.image.version`, else
 /// `linkerdVersion`, of the values in effect.
 pub fn control_plane_proxy_version(values: &Settings) -> &str {
-    match values.proxy.image.version.as_str() {
+    match &*values.proxy.image.version {
         "" => &values.linkerd_version,
         pinned => pinned,
     }

@@ -10,7 +10,7 @@ use crate::admission::pod;
 use crate::annotations as ann;
 use crate::parse::{duration, go, ports, quantity::Quantity};
 use crate::render::version::{self, Rendering};
-use crate::values::settings::{Settings, VersionOutsideWindow};
+use crate::values::settings::{Settings, Text, VersionOutsideWindow};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -133,7 +133,7 @@ fn rendering(settings: &Settings, warnings: &mut Vec<String>) -> Result<Renderin
 
 /// Where an annotation's value goes in the settings.
 type Field<T> = fn(&mut Settings) -> &mut T;
-type StringField = Field<String>;
+type StringField = Field<Text>;
 
 /// The annotations whose value replaces a string setting as written: Linkerd checks none of
 /// them (a bad value shows up in the rendered proxy, as with Linkerd). Each is read through
@@ -167,7 +167,7 @@ const STRING_ANNOTATIONS: [(&str, StringField); 14] = [
 fn apply_strings(v: Values<'_, '_>, layers: &Layers<'_>) {
     for (key, field) in STRING_ANNOTATIONS {
         if let Some(x) = layers.get(key) {
-            *field(v.to_mut()) = x.to_string();
+            *field(v.to_mut()) = x.to_string().into();
         }
     }
 }
@@ -197,7 +197,7 @@ fn apply_ports(v: Values<'_, '_>, layers: &Layers<'_>, warnings: &mut Vec<String
     }
     if let Some(x) = layers.get(ann::OPAQUE_PORTS) {
         let ranges = ports::parse_opaque_ports(x, |name| pod::named_port(layers.spec, name));
-        v.to_mut().proxy.opaque_ports = ports::format_port_ranges(&ranges);
+        v.to_mut().proxy.opaque_ports = ports::format_port_ranges(&ranges).into();
     }
 }
 
@@ -235,7 +235,7 @@ fn apply_resources(v: Values<'_, '_>, layers: &Layers<'_>, warnings: &mut Vec<St
         let settings = v.to_mut();
         match Quantity::parse(x) {
             Ok(q) => {
-                *slot(settings) = x.to_string();
+                *slot(settings) = x.to_string().into();
                 // Linkerd converts to whole cores the way Kubernetes does; quantities it cannot
                 // convert leave the worker count as it was.
                 if let (Some(cores), Some(n)) = (cores, q.to_whole_cpu_cores()) {
@@ -296,7 +296,7 @@ fn apply_log_http_headers(v: Values<'_, '_>, layers: &Layers<'_>) -> Result<(), 
         if !matches!(x, "" | "off" | "insecure") {
             return Err(ConfigError::LogHttpHeaders(x.to_string()));
         }
-        v.to_mut().proxy.log_http_headers = x.to_string();
+        v.to_mut().proxy.log_http_headers = x.to_string().into();
     }
     Ok(())
 }
@@ -387,7 +387,7 @@ fn apply_timeouts(v: Values<'_, '_>, layers: &Layers<'_>, warnings: &mut Vec<Str
         if let Some(x) = layers.get(key) {
             let slot = slot(v.to_mut());
             match duration::parse_go_duration(x) {
-                Ok(nanos) => *slot = format(nanos),
+                Ok(nanos) => *slot = format(nanos).into(),
                 Err(_) => invalid(
                     warnings,
                     key,
@@ -406,7 +406,7 @@ fn apply_inbound_policy(v: Values<'_, '_>, layers: &Layers<'_>, warnings: &mut V
     };
     let p = &mut v.to_mut().proxy;
     if crate::values::settings::INBOUND_POLICIES.contains(&x) {
-        p.default_inbound_policy = x.to_string();
+        p.default_inbound_policy = x.to_string().into();
     } else {
         let expected = format!("one of {}", crate::values::settings::INBOUND_POLICIES.join(", "));
         invalid(

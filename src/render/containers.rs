@@ -18,10 +18,10 @@ fn resources(cx: &Context<'_>) -> Option<Value> {
         ("ephemeral-storage", &r.ephemeral_storage),
     ] {
         if !pair.request.is_empty() {
-            requests.insert(name.into(), Value::String(pair.request.clone()));
+            requests.insert(name.into(), Value::String(pair.request.to_string()));
         }
         if !pair.limit.is_empty() {
-            limits.insert(name.into(), Value::String(pair.limit.clone()));
+            limits.insert(name.into(), Value::String(pair.limit.to_string()));
         }
     }
     let mut out = Map::new();
@@ -225,19 +225,19 @@ pub fn init_container(cx: &Context<'_>) -> Value {
     }
     pair("--inbound-ports-to-ignore", ignore_in);
     if !pi.ignore_outbound_ports.is_empty() {
-        pair("--outbound-ports-to-ignore", pi.ignore_outbound_ports.clone());
+        pair("--outbound-ports-to-ignore", pi.ignore_outbound_ports.to_string());
     }
     if cx.config.close_wait_secs > 0 {
         pair("--timeout-close-wait-secs", cx.config.close_wait_secs.to_string());
     }
     if !pi.log_format.is_empty() {
-        pair("--log-format", pi.log_format.clone());
+        pair("--log-format", pi.log_format.to_string());
     }
     if !pi.log_level.is_empty() {
-        pair("--log-level", pi.log_level.clone());
+        pair("--log-level", pi.log_level.to_string());
     }
     if !pi.skip_subnets.is_empty() {
-        pair("--subnets-to-ignore", pi.skip_subnets.clone());
+        pair("--subnets-to-ignore", pi.skip_subnets.to_string());
     }
 
     let privileged = cx.config.close_wait_secs > 0 || pi.privileged;
@@ -297,14 +297,14 @@ pub fn network_validator(cx: &Context<'_>) -> Value {
     let v = &cx.config.values;
     let nv = &v.network_validator;
     let connect = if !nv.connect_addr.is_empty() {
-        nv.connect_addr.clone()
+        nv.connect_addr.to_string()
     } else if v.disable_ipv6 {
         "1.1.1.1:20001".into()
     } else {
         "[fd00::1]:20001".into()
     };
     let listen = if !nv.listen_addr.is_empty() {
-        nv.listen_addr.clone()
+        nv.listen_addr.to_string()
     } else if v.disable_ipv6 {
         format!("0.0.0.0:{}", v.proxy.ports.outbound)
     } else {

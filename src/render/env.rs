@@ -67,7 +67,7 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
         flag(p.enable_shutdown_endpoint),
     ));
     let log = if p.log_http_headers == "insecure" {
-        p.log_level.clone()
+        p.log_level.to_string()
     } else {
         format!("{},[{{headers}}]=off,[{{request}}]=off", p.log_level)
     };

@@ -31,7 +31,7 @@ impl<'a> Context<'a> {
         let inbound_ports = if config.values.proxy.pod_inbound_ports.is_empty() {
             inbound_ports(spec)
         } else {
-            config.values.proxy.pod_inbound_ports.clone()
+            config.values.proxy.pod_inbound_ports.to_string()
         };
         Self {
             config,

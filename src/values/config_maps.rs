@@ -20,8 +20,8 @@ pub struct ControlPlaneReads<'c> {
 
 impl<'c> ControlPlaneReads<'c> {
     pub fn new(inner: &'c dyn Cluster, policy: &'c PolicyOptions) -> Self {
-        let listed_namespace = (policy.config_map_lookup == ConfigMapLookup::List)
-            .then_some(policy.control_plane_namespace.as_str());
+        let listed_namespace =
+            (policy.config_map_lookup == ConfigMapLookup::List).then_some(&*policy.control_plane_namespace);
         Self {
             inner,
             listed_namespace,

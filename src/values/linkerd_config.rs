@@ -155,7 +155,7 @@ impl<'s, 'c> Values<'s, 'c> {
                 .and_then(|p| p.get("opaquePorts"))
                 .is_some();
         if set_here {
-            return Some(settings.proxy.opaque_ports.clone());
+            return Some(settings.proxy.opaque_ports.to_string());
         }
         if self.read.get().is_none()
             && let Ok(text) = self.text()
@@ -164,7 +164,7 @@ impl<'s, 'c> Values<'s, 'c> {
             return Some(ports);
         }
         self.optional(OPAQUE_DEFAULT)
-            .map(|s| s.proxy.opaque_ports.clone())
+            .map(|s| s.proxy.opaque_ports.to_string())
     }
 
     /// What this admission did with the values.

@@ -31,10 +31,10 @@ pub fn trust_anchors(settings: &Settings, cluster: &dyn Cluster) -> Result<Strin
         TrustAnchorsSource::Auto => !inline.trim().is_empty(),
     };
     if use_inline {
-        return Ok(inline.clone());
+        return Ok(inline.to_string());
     }
-    let namespace = settings.policy.control_plane_namespace.clone();
-    let name = settings.policy.trust_anchors_config_map.clone();
+    let namespace = settings.policy.control_plane_namespace.to_string();
+    let name = settings.policy.trust_anchors_config_map.to_string();
     let lookup = Lookup::config_map(&namespace, &name);
     let cm = cluster.get(&lookup).map_err(|source| TrustError::Lookup {
         namespace: namespace.clone(),

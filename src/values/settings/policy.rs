@@ -1,5 +1,6 @@
 //! Settings that exist only in this policy, under the `policy` key.
 
+use super::values::Text;
 use crate::render::version::{self, Edge, Rendering, Tag};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -109,18 +110,18 @@ pub enum VersionOutsideWindow {
 pub struct PolicyOptions {
     pub mode: Mode,
     /// Namespace of the Linkerd control plane (Linkerd's `-linkerd-namespace` flag).
-    pub control_plane_namespace: String,
+    pub control_plane_namespace: Text,
     /// Value of the `linkerd.io/created-by` annotation.
-    pub created_by: String,
+    pub created_by: Text,
     pub trust_anchors: TrustAnchorsSource,
     /// Name of the ConfigMap holding `ca-bundle.crt` in the control-plane namespace.
-    pub trust_anchors_config_map: String,
+    pub trust_anchors_config_map: Text,
     pub namespace_lookup_failure: LookupFailure,
     pub owner_resolution: OwnerResolution,
     pub values_from: ValuesSource,
     /// Name of the ConfigMap holding the Helm values (key `values`) in the control-plane
     /// namespace.
-    pub linkerd_config_map: String,
+    pub linkerd_config_map: Text,
     pub linkerd_config_failure: ValuesFailure,
     pub config_map_lookup: ConfigMapLookup,
     /// Registry/repository prefixes the proxy, init, validator and debug images must start
@@ -130,7 +131,7 @@ pub struct PolicyOptions {
     pub restricted_annotations: Vec<String>,
     /// Namespace label (`key` or `key=value`) whose namespaces are exempt from
     /// `restrictedAnnotations`; empty exempts none.
-    pub restricted_annotations_exempt_label: String,
+    pub restricted_annotations_exempt_label: Text,
     /// Allow the proxy to run as uid 0 (it then fails `runAsNonRoot` anyway).
     pub allow_root_proxy: bool,
     /// The release whose injector renders, whatever `linkerdVersion` says; unset follows
@@ -156,7 +157,7 @@ impl Default for PolicyOptions {
             config_map_lookup: ConfigMapLookup::List,
             allowed_images: Vec::new(),
             restricted_annotations: Vec::new(),
-            restricted_annotations_exempt_label: String::new(),
+            restricted_annotations_exempt_label: Text::Borrowed(""),
             allow_root_proxy: false,
             render_version: None,
             version_outside_window: VersionOutsideWindow::RenderNewest,
@@ -180,7 +181,7 @@ impl PolicyOptions {
 
     /// The exempt label as `(key, Some(value))` or `(key, None)`.
     pub fn exempt_label(&self) -> Option<(&str, Option<&str>)> {
-        let l = self.restricted_annotations_exempt_label.as_str();
+        let l = &*self.restricted_annotations_exempt_label;
         if l.is_empty() {
             return None;
         }

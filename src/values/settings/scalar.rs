@@ -4,11 +4,11 @@ use serde::{Deserialize, Deserializer, de::Error};
 use serde_json::Value;
 
 /// Accepts a string, an integer or a float and keeps its text.
-pub fn string_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+pub fn string_or_number<'de, D: Deserializer<'de>>(d: D) -> Result<super::Text, D::Error> {
     match Value::deserialize(d)? {
-        Value::String(s) => Ok(s),
-        Value::Number(n) => Ok(n.to_string()),
-        Value::Null => Ok(String::new()),
+        Value::String(s) => Ok(s.into()),
+        Value::Number(n) => Ok(n.to_string().into()),
+        Value::Null => Ok(super::Text::Borrowed("")),
         other => Err(D::Error::custom(format!(
             "invalid type: {}, expected a string or a number",
             kind_of(&other)

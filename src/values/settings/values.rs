@@ -9,6 +9,11 @@ use std::collections::BTreeMap;
 
 use super::policy::PolicyOptions;
 
+/// A setting's text: the chart's defaults are borrowed, so building the defaults on every
+/// admission (a fresh instance each) allocates none of them; values read from a document are
+/// owned.
+pub type Text = std::borrow::Cow<'static, str>;
+
 /// The Linkerd release whose proxy this policy renders by default.
 pub const DEFAULT_LINKERD_VERSION: &str = "edge-26.8.3";
 
@@ -17,16 +22,16 @@ pub const DEFAULT_LINKERD_VERSION: &str = "edge-26.8.3";
 pub struct Settings {
     /// Options that exist only in this policy (not in Linkerd's values).
     pub policy: PolicyOptions,
-    pub linkerd_version: String,
-    pub cluster_domain: String,
-    pub cluster_networks: String,
-    pub image_pull_policy: String,
+    pub linkerd_version: Text,
+    pub cluster_domain: Text,
+    pub cluster_networks: Text,
+    pub image_pull_policy: Text,
     pub cni_enabled: bool,
     #[serde(rename = "disableIPv6")]
     pub disable_ipv6: bool,
     #[serde(rename = "identityTrustAnchorsPEM")]
-    pub identity_trust_anchors_pem: String,
-    pub identity_trust_domain: String,
+    pub identity_trust_anchors_pem: Text,
+    pub identity_trust_domain: Text,
     pub identity: Identity,
     pub proxy: Proxy,
     pub proxy_init: ProxyInit,
@@ -90,8 +95,8 @@ impl Default for Settings {
             image_pull_policy: "IfNotPresent".into(),
             cni_enabled: false,
             disable_ipv6: true,
-            identity_trust_anchors_pem: String::new(),
-            identity_trust_domain: String::new(),
+            identity_trust_anchors_pem: Text::Borrowed(""),
+            identity_trust_domain: Text::Borrowed(""),
             identity: Identity::default(),
             proxy: Proxy::default(),
             proxy_init: ProxyInit::default(),
@@ -119,9 +124,9 @@ impl Default for Identity {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Image {
-    pub name: String,
-    pub pull_policy: String,
-    pub version: String,
+    pub name: Text,
+    pub pull_policy: Text,
+    pub version: Text,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -176,9 +181,9 @@ impl Default for Runtime {
 #[serde(default)]
 pub struct RequestLimit {
     #[serde(deserialize_with = "super::scalar::string_or_number")]
-    pub request: String,
+    pub request: Text,
     #[serde(deserialize_with = "super::scalar::string_or_number")]
-    pub limit: String,
+    pub limit: Text,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -237,9 +242,9 @@ impl Default for StartupProbe {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Streams {
-    pub initial_timeout: String,
-    pub idle_timeout: String,
-    pub lifetime: String,
+    pub initial_timeout: Text,
+    pub idle_timeout: Text,
+    pub lifetime: Text,
 }
 
 impl Default for Streams {
@@ -267,14 +272,14 @@ pub struct Metrics {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct MeshIdentity {
-    pub service_account_name: String,
-    pub namespace: String,
+    pub service_account_name: Text,
+    pub namespace: Text,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Collector {
-    pub endpoint: String,
+    pub endpoint: Text,
     pub mesh_identity: MeshIdentity,
 }
 
@@ -282,8 +287,8 @@ pub struct Collector {
 #[serde(default, rename_all = "camelCase")]
 pub struct Tracing {
     pub enabled: bool,
-    pub protocol: String,
-    pub trace_service_name: String,
+    pub protocol: Text,
+    pub trace_service_name: Text,
     pub labels: BTreeMap<String, String>,
     pub collector: Collector,
 }
@@ -297,7 +302,7 @@ impl Default for Tracing {
         ];
         Self {
             enabled: false,
-            protocol: String::new(),
+            protocol: Text::Borrowed(""),
             trace_service_name: "linkerd-proxy".into(),
             labels: labels
                 .iter()
@@ -312,18 +317,18 @@ impl Default for Tracing {
 #[serde(default, rename_all = "camelCase")]
 pub struct Proxy {
     pub enable_external_profiles: bool,
-    pub outbound_connect_timeout: String,
-    pub inbound_connect_timeout: String,
-    pub outbound_discovery_cache_unused_timeout: String,
-    pub inbound_discovery_cache_unused_timeout: String,
+    pub outbound_connect_timeout: Text,
+    pub inbound_connect_timeout: Text,
+    pub outbound_discovery_cache_unused_timeout: Text,
+    pub inbound_discovery_cache_unused_timeout: Text,
     pub disable_outbound_protocol_detect_timeout: bool,
     pub disable_inbound_protocol_detect_timeout: bool,
     pub image: Image,
     pub enable_shutdown_endpoint: bool,
-    pub log_level: String,
-    pub log_format: String,
+    pub log_level: Text,
+    pub log_format: Text,
     #[serde(rename = "logHTTPHeaders")]
-    pub log_http_headers: String,
+    pub log_http_headers: Text,
     pub ports: Ports,
     /// Deprecated in Linkerd in favour of `runtime.workers`, still honoured.
     pub cores: Option<i64>,
@@ -334,12 +339,12 @@ pub struct Proxy {
     pub security_context: Value,
     pub wait_before_exit_seconds: i64,
     pub r#await: bool,
-    pub require_identity_on_inbound_ports: String,
-    pub opaque_ports: String,
-    pub pod_inbound_ports: String,
-    pub shutdown_grace_period: String,
-    pub default_inbound_policy: String,
-    pub access_log: String,
+    pub require_identity_on_inbound_ports: Text,
+    pub opaque_ports: Text,
+    pub pod_inbound_ports: Text,
+    pub shutdown_grace_period: Text,
+    pub default_inbound_policy: Text,
+    pub access_log: Text,
     pub native_sidecar: bool,
     pub is_ingress: bool,
     pub is_gateway: bool,
@@ -399,12 +404,12 @@ impl Default for Proxy {
             security_context: Value::Object(Default::default()),
             wait_before_exit_seconds: 0,
             r#await: true,
-            require_identity_on_inbound_ports: String::new(),
+            require_identity_on_inbound_ports: Text::Borrowed(""),
             opaque_ports: DEFAULT_OPAQUE_PORTS.into(),
-            pod_inbound_ports: String::new(),
-            shutdown_grace_period: String::new(),
+            pod_inbound_ports: Text::Borrowed(""),
+            shutdown_grace_period: Text::Borrowed(""),
             default_inbound_policy: "all-unauthenticated".into(),
-            access_log: String::new(),
+            access_log: Text::Borrowed(""),
             native_sidecar: true,
             is_ingress: false,
             is_gateway: false,
@@ -425,8 +430,8 @@ impl Default for Proxy {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct XtMountPath {
-    pub name: String,
-    pub mount_path: String,
+    pub name: Text,
+    pub mount_path: Text,
 }
 
 impl Default for XtMountPath {
@@ -441,14 +446,14 @@ impl Default for XtMountPath {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ProxyInit {
-    pub iptables_mode: String,
+    pub iptables_mode: Text,
     #[serde(deserialize_with = "super::scalar::string_or_number")]
-    pub ignore_inbound_ports: String,
+    pub ignore_inbound_ports: Text,
     #[serde(deserialize_with = "super::scalar::string_or_number")]
-    pub ignore_outbound_ports: String,
-    pub skip_subnets: String,
-    pub log_level: String,
-    pub log_format: String,
+    pub ignore_outbound_ports: Text,
+    pub skip_subnets: Text,
+    pub log_level: Text,
+    pub log_format: Text,
     pub close_wait_timeout_secs: i64,
     pub privileged: bool,
     pub run_as_root: bool,
@@ -463,9 +468,9 @@ impl Default for ProxyInit {
             iptables_mode: "nft".into(),
             ignore_inbound_ports: "4567,4568".into(),
             ignore_outbound_ports: "4567,4568".into(),
-            skip_subnets: String::new(),
-            log_level: String::new(),
-            log_format: String::new(),
+            skip_subnets: Text::Borrowed(""),
+            log_level: Text::Borrowed(""),
+            log_format: Text::Borrowed(""),
             close_wait_timeout_secs: 0,
             privileged: false,
             run_as_root: false,
@@ -479,11 +484,11 @@ impl Default for ProxyInit {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(default, rename_all = "camelCase")]
 pub struct NetworkValidator {
-    pub log_level: String,
-    pub log_format: String,
-    pub connect_addr: String,
-    pub listen_addr: String,
-    pub timeout: String,
+    pub log_level: Text,
+    pub log_format: Text,
+    pub connect_addr: Text,
+    pub listen_addr: Text,
+    pub timeout: Text,
     pub security_context: Value,
 }
 
@@ -492,8 +497,8 @@ impl Default for NetworkValidator {
         Self {
             log_level: "debug".into(),
             log_format: "plain".into(),
-            connect_addr: String::new(),
-            listen_addr: String::new(),
+            connect_addr: Text::Borrowed(""),
+            listen_addr: Text::Borrowed(""),
             timeout: "10s".into(),
             security_context: network_validator_security_context(),
         }

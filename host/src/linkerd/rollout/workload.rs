@@ -27,7 +27,7 @@ pub const DEFAULT_LINKERD_VALUES: &str = include_str!("../../../data/linkerd-con
 /// `policy.trustAnchorsConfigMap`), taken from the core so the two never differ.
 pub fn default_control_plane() -> Vec<Value> {
     let policy = PolicyOptions::default();
-    let ns = policy.control_plane_namespace.as_str();
+    let ns = &*policy.control_plane_namespace;
     vec![
         json!({"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": ns, "labels": {"linkerd.io/is-control-plane": "true", "kubernetes.io/metadata.name": ns}}}),
