@@ -328,7 +328,7 @@ fn check_template(template: &Value, at: &str) -> Result<(), String> {
 }
 
 /// The value at `path` of keys (`Value::pointer` would allocate twice per key).
-pub(crate) fn navigate<'v>(object: &'v Value, path: &[&str]) -> Option<&'v Value> {
+fn navigate<'v>(object: &'v Value, path: &[&str]) -> Option<&'v Value> {
     path.iter().try_fold(object, |v, k| v.get(*k))
 }
 

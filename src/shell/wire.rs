@@ -66,9 +66,7 @@ fn decode(payload: &[u8]) -> Result<(RequestFields, Settings), String> {
 fn evaluate(request: RequestFields, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
     let object = request.object;
     let req = Request {
-        kind: admit::navigate(&request.kind, &["kind"])
-            .and_then(Value::as_str)
-            .unwrap_or(""),
+        kind: request.kind.get("kind").and_then(Value::as_str).unwrap_or(""),
         operation: request.operation.as_str().unwrap_or(""),
         namespace: request.namespace.as_str().unwrap_or(""),
         object: &object,
