@@ -98,6 +98,40 @@ fn agrees_along(text: &str) -> Result<bool, String> {
     Ok(true)
 }
 
+/// The skim for the opaque-ports key ([`helm_yaml::skim_along`]): where libyaml parses the
+/// document, an answer is libyaml's document cut down to the path, and where [`fast_along`]
+/// answers too, the two are the same. Where libyaml fails, the skim may still answer (it reads
+/// the key's own lines only). `true` when it answered.
+///
+/// [`fast_along`]: helm_yaml::fast_along
+fn agrees_skim(text: &str) -> Result<bool, String> {
+    let Some(skim) = helm_yaml::skim_along(text, "proxy", "opaquePorts") else {
+        return Ok(false);
+    };
+    if let Some(along) = helm_yaml::fast_along(text, &["proxy", "opaquePorts"])
+        && along != skim
+    {
+        return Err(format!("skim {skim} != fast_along {along} for {text:?}"));
+    }
+    let Ok(full) = serde_yaml_ng::from_str::<Value>(text) else {
+        return Ok(true);
+    };
+    let cut = match full.get("proxy") {
+        None => serde_json::json!({}),
+        Some(Value::Object(proxy)) => match proxy.get("opaquePorts") {
+            Some(node) => serde_json::json!({"proxy": {"opaquePorts": node}}),
+            None => serde_json::json!({"proxy": {}}),
+        },
+        Some(node) => serde_json::json!({ "proxy": node }),
+    };
+    if !full.is_object() || cut != skim {
+        return Err(format!(
+            "skim {skim} != libyaml {full} cut to the path for {text:?}"
+        ));
+    }
+    Ok(true)
+}
+
 /// Linkerd's own `linkerd-config` documents all take the fast reader.
 #[rstest]
 #[case::edge_26_5_1_default("edge-26.5.1", "install_default")]
@@ -111,6 +145,7 @@ fn linkerd_config_values_take_the_fast_reader(#[case] tag: &str, #[case] golden:
     assert_eq!(agrees(&text), Ok(true));
     assert_eq!(agrees_keeping(&text), Ok(true));
     assert_eq!(agrees_along(&text), Ok(true));
+    assert_eq!(agrees_skim(&text), Ok(true));
     let kept = helm_yaml::from_str_keeping(&text, Settings::reads_from_values).unwrap();
     assert!(
         kept.get("proxy").is_some()
@@ -241,7 +276,77 @@ fn subset(#[case] text: &str, #[case] fast: bool) {
         );
         agrees_keeping(&nested).unwrap();
         agrees_keeping(&format!("{text}{key}: 1\n")).unwrap();
+        agrees_skim(&nested).unwrap();
     }
+    // and around the opaque-ports key, before it, after it and beside it
+    let ports = "proxy:\n  opaquePorts: \"25\"\n";
+    let indented: String = text.lines().map(|l| format!("  {l}\n")).collect();
+    for doc in [
+        format!("{text}{ports}"),
+        format!("{ports}{text}"),
+        format!("{ports}{indented}"),
+        format!("proxy:\n{indented}  opaquePorts: \"25\"\n"),
+    ] {
+        agrees_skim(&doc).unwrap();
+    }
+}
+
+/// What the skim answers (`true`) and what it leaves to the readers of the whole document.
+#[rstest]
+#[case::absent("a: 1\n", true)]
+#[case::key_absent("proxy:\n  a: 1\n", true)]
+#[case::plain("proxy:\n  a: 1\n  opaquePorts: 25,587 # c\nb: 2\n", true)]
+#[case::quoted("proxy:\n  opaquePorts: \"25\"   \n", true)]
+#[case::null_key("proxy:\n  opaquePorts:\n  b: 1\n", true)]
+#[case::null_top("proxy: ~\nb: 1\n", true)]
+#[case::empty_top("proxy: {}\n", true)]
+#[case::bare_top("proxy:\n# c\nb: 1\n", true)]
+#[case::bare_top_at_end("proxy:\n", true)]
+#[case::compact_siblings(
+    "proxy:\n  ports:\n  - 1\n  - name: x\n    v: 2\n  opaquePorts: \"3\"\n",
+    true
+)]
+#[case::literal_before("a: |\n  proxy:\n    opaquePorts: 1\nb: 2\n", true)]
+#[case::literal_sibling("proxy:\n  pem: |\n    x\n  opaquePorts: \"3\"\n", true)]
+#[case::broken_after("proxy:\n  opaquePorts: \"9\"\nz: [unclosed\n", true)]
+#[case::broken_deeper_after("proxy:\n  opaquePorts: \"9\"\nz:\n  y: 'x\n", true)]
+#[case::quote_runs_on("a: \"x\nproxy:\n  opaquePorts: 1\"\n", false)]
+#[case::quote_runs_on_inside("proxy:\n  a: \"x\n  opaquePorts: 1\"\n", false)]
+#[case::flow_runs_on("a: [1,\nproxy: 2]\n", false)]
+#[case::flow_mapping_inside("proxy:\n  a: {b: 1,\n  opaquePorts: 2}\n", false)]
+#[case::broken_before("a: [unclosed\nproxy:\n  opaquePorts: \"9\"\n", false)]
+#[case::carriage_returns("a: 1\rproxy:\r  opaquePorts: \"9\"\n", false)]
+#[case::tab_separator("proxy:\n  \topaquePorts: \"9\"\n", false)]
+#[case::line_separator("a: 1\u{2028}proxy: 2\n", false)]
+#[case::indented_root("  proxy:\n    opaquePorts: \"9\"\n", false)]
+#[case::quoted_top_key("\"proxy\":\n  opaquePorts: \"9\"\n", false)]
+#[case::spaced_top_key("proxy :\n  opaquePorts: \"9\"\n", false)]
+#[case::quoted_key("proxy:\n  \"opaquePorts\": \"9\"\n", false)]
+#[case::duplicate_top("proxy:\n  a: 1\nproxy:\n  opaquePorts: \"9\"\n", false)]
+#[case::duplicate_key("proxy:\n  opaquePorts: \"1\"\n  opaquePorts: \"9\"\n", false)]
+#[case::merge_key("<<: {proxy: {opaquePorts: 1}}\n", false)]
+#[case::top_sequence("proxy:\n- a\n", false)]
+#[case::top_indented_sequence("proxy:\n  - a\n", false)]
+#[case::top_alias("proxy: *p\n", false)]
+#[case::top_literal("proxy: |\n  x\n", false)]
+#[case::multi_line_plain("proxy:\n  opaquePorts: 25\n    ,26\n", false)]
+#[case::multi_line_plain_after_blank("proxy:\n  opaquePorts: 25\n\n    ,26\n", false)]
+#[case::comment_under_scalar("proxy:\n  opaquePorts: 25\n    # c\n", false)]
+#[case::mapping_under_key("proxy:\n  opaquePorts:\n    a: 1\n", false)]
+#[case::sequence_under_key("proxy:\n  opaquePorts:\n  - 1\n", false)]
+#[case::literal_key("proxy:\n  opaquePorts: |\n    25\n", false)]
+#[case::alias_key("proxy:\n  opaquePorts: *p\n", false)]
+#[case::shallower_line("proxy:\n    a: 1\n  opaquePorts: \"9\"\n", false)]
+#[case::scalar_under_top("proxy:\n  x\n", false)]
+#[case::scalar_root("x\n", false)]
+#[case::spaced_top_key_later("a: 1\nproxy :\n  opaquePorts: \"9\"\n", false)]
+#[case::complex_key_later("a: 1\n? proxy\n: x\n", false)]
+#[case::merge_key_inside("proxy:\n  a: 1\n  <<: {opaquePorts: \"9\"}\n", false)]
+#[case::document_marker("---\nproxy: ~\n", false)]
+#[case::empty("", false)]
+#[case::only_comments("# c\n", false)]
+fn skim(#[case] text: &str, #[case] answers: bool) {
+    assert_eq!(agrees_skim(text), Ok(answers), "{text:?}");
 }
 
 fn scalar() -> impl Strategy<Value = Value> {
@@ -303,7 +408,52 @@ proptest! {
         agrees(&text).map_err(TestCaseError::fail)?;
         agrees_keeping(&text).map_err(TestCaseError::fail)?;
         agrees_along(&text).map_err(TestCaseError::fail)?;
+        agrees_skim(&text).map_err(TestCaseError::fail)?;
     }
+
+    /// The same with the edits made before the opaque-ports key, where the skim reads, and
+    /// with carriage returns and tabs among the pieces.
+    #[test]
+    fn values_edited_before_the_key_agree(edits in prop::collection::vec(edit_before_key(), 1..4)) {
+        let text = edited_values_at(edits);
+        agrees(&text).map_err(TestCaseError::fail)?;
+        agrees_skim(&text).map_err(TestCaseError::fail)?;
+    }
+}
+
+/// An edit placed between the start of Linkerd's default values and the end of the
+/// `opaquePorts` line, most of them in the `proxy` block.
+fn edit_before_key() -> impl Strategy<Value = (usize, &'static str, usize)> {
+    let text = linkerd_config_values("edge-26.8.3", "install_default");
+    let block = text.find("\nproxy:").expect("proxy block");
+    let key = text.find("  opaquePorts:").expect("opaquePorts") + 40;
+    let pieces = vec![
+        " ",
+        "  ",
+        "\n",
+        ":",
+        ": ",
+        "- ",
+        "#",
+        "|",
+        "\"",
+        "'",
+        "{",
+        "[",
+        "&a ",
+        "*a",
+        "\t",
+        "\r",
+        "~",
+        "\nproxy:\n",
+        "\n  opaquePorts: 1\n",
+        "\n    x\n",
+    ];
+    (
+        prop_oneof![3 => block..key, 1 => 0..block],
+        prop::sample::select(pieces),
+        0usize..3,
+    )
 }
 
 fn edits() -> impl Strategy<Value = Vec<(prop::sample::Index, &'static str, usize)>> {
@@ -314,17 +464,32 @@ fn edits() -> impl Strategy<Value = Vec<(prop::sample::Index, &'static str, usiz
 fn edited_values(edits: Vec<(prop::sample::Index, &'static str, usize)>) -> String {
     let mut text = linkerd_config_values("edge-26.8.3", "install_default");
     for (at, piece, delete) in edits {
-        let mut i = at.index(text.len() + 1);
-        while !text.is_char_boundary(i) {
-            i -= 1;
-        }
-        let mut end = (i + delete).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        text.replace_range(i..end, if delete > 0 { "" } else { piece });
+        let i = at.index(text.len() + 1);
+        edit_at(&mut text, i, piece, delete);
     }
     text
+}
+
+/// Linkerd's default values with edits at byte offsets (clamped to the edited text).
+fn edited_values_at(edits: Vec<(usize, &'static str, usize)>) -> String {
+    let mut text = linkerd_config_values("edge-26.8.3", "install_default");
+    for (at, piece, delete) in edits {
+        let i = at.min(text.len());
+        edit_at(&mut text, i, piece, delete);
+    }
+    text
+}
+
+/// Deletes `delete` bytes at `i`, or inserts `piece` there when `delete` is 0.
+fn edit_at(text: &mut String, mut i: usize, piece: &str, delete: usize) {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    let mut end = (i + delete).min(text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    text.replace_range(i..end, if delete > 0 { "" } else { piece });
 }
 
 /// The edited documents exercise the fast reader, not only the fallback: "declined" agrees
@@ -343,6 +508,29 @@ fn edited_documents_mostly_take_the_fast_reader() {
     assert!(
         fast * 2 >= total,
         "only {fast} of {total} edited documents took the fast reader"
+    );
+}
+
+/// The edits before the opaque-ports key exercise the skim where libyaml parses the document,
+/// not only its declining.
+#[test]
+fn values_edited_before_the_key_mostly_take_the_skim() {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = prop::collection::vec(edit_before_key(), 1..4);
+    let (mut parsed, mut skimmed, total) = (0, 0, 400);
+    for _ in 0..total {
+        let text = edited_values_at(strategy.new_tree(&mut runner).expect("tree").current());
+        if serde_yaml_ng::from_str::<Value>(&text).is_ok() {
+            parsed += 1;
+            if agrees_skim(&text).expect("agrees") {
+                skimmed += 1;
+            }
+        }
+    }
+    println!("the skim answered {skimmed} of {parsed} edited documents libyaml parses ({total} in all)");
+    assert!(
+        skimmed * 2 >= parsed,
+        "the skim answered only {skimmed} of {parsed} edited documents libyaml parses"
     );
 }
 

@@ -267,21 +267,24 @@ fn skip_reasons_of_a_pod_that_did_not_ask_need_no_values() {
 }
 
 /// A pod outside the mesh and a Service read only `proxy.opaquePorts` from the values: a
-/// mistake elsewhere in `linkerd-config` refuses the pods that get a proxy, and leaves these
-/// exactly as a sound `linkerd-config` would.
+/// mistake elsewhere in `linkerd-config` (an invalid value, or YAML that does not parse)
+/// refuses the pods that get a proxy, and leaves these exactly as a sound `linkerd-config` would.
 #[rstest]
 #[case::pod("Pod", pod(json!({}), &[3306]))]
 #[case::service("Service", service(json!({}), json!([{"port": 3306}])))]
 fn a_mistake_elsewhere_in_linkerd_config_leaves_objects_outside_the_mesh_alone(
     #[case] kind: &str,
     #[case] object: Value,
+    #[values(
+        ("proxy:\n  opaquePorts: \"3306,6379\"\n  ports:\n    admin: 0\n",
+            ", under this policy's settings: settings.proxy.ports.admin: must be 1-65535, got 0"),
+        ("proxy:\n  opaquePorts: \"3306,6379\"\nwebhook:\n  labels: [unclosed\n",
+            ": not YAML: did not find expected ',' or ']' at line 5 column 1, while parsing a flow sequence at line 4 column 11"),
+    )]
+    mistake: (&str, &str),
 ) {
-    let broken = || {
-        MemoryCluster::new(vec![
-            namespace("shop", json!({})),
-            linkerd_config("proxy:\n  opaquePorts: \"3306,6379\"\n  ports:\n    admin: 0\n"),
-        ])
-    };
+    let (values, reason) = mistake;
+    let broken = || MemoryCluster::new(vec![namespace("shop", json!({})), linkerd_config(values)]);
     let c = broken();
     let out = admit(kind, &object, &settings(json!({})), &c);
     let mutated = out
@@ -299,9 +302,9 @@ fn a_mistake_elsewhere_in_linkerd_config_leaves_objects_outside_the_mesh_alone(
     let out = admit("Pod", &asks, &settings(json!({})), &broken());
     assert_eq!(
         out.verdict,
-        Verdict::Rejected(
-            "ConfigMap linkerd/linkerd-config, key \"values\", under this policy's settings: settings.proxy.ports.admin: must be 1-65535, got 0".into()
-        )
+        Verdict::Rejected(format!(
+            "ConfigMap linkerd/linkerd-config, key \"values\"{reason}"
+        ))
     );
 }
 

@@ -226,10 +226,13 @@ fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, Values
 
 /// `proxy.opaquePorts` of a values document, as reading the whole document under settings that
 /// do not set it gives it: the chart default when absent or null, the string when it is a valid
-/// list. `None` for anything else (a document the fast reader declines, another type, an
-/// invalid list), which the whole read then explains.
+/// list. `None` for anything else (a document both targeted readers decline, another type, an
+/// invalid list), which the whole read then explains. The skim reads the key's own lines only,
+/// so a YAML mistake away from them does not touch the answer either.
 fn opaque_ports_of(text: &str) -> Option<String> {
-    let doc = crate::values::helm_yaml::fast_along(text, &["proxy", "opaquePorts"])?;
+    use crate::values::helm_yaml::{fast_along, skim_along};
+    let doc =
+        skim_along(text, "proxy", "opaquePorts").or_else(|| fast_along(text, &["proxy", "opaquePorts"]))?;
     let ports = match doc.get("proxy") {
         None | Some(Value::Null) => None,
         Some(Value::Object(proxy)) => proxy.get("opaquePorts").filter(|v| !v.is_null()),

@@ -11,6 +11,9 @@
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
 
+mod skim;
+pub use skim::skim_along;
+
 /// Parses a YAML document into JSON values, exactly as `serde_yaml_ng::from_str` does.
 pub fn from_str(text: &str) -> Result<Value, serde_yaml_ng::Error> {
     from_str_keeping(text, |_| true)

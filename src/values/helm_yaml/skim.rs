@@ -1,0 +1,384 @@
+//! One key two levels down (`proxy.opaquePorts`), read from the few lines that can hold it:
+//! the top-level keys, the lines of the top key's block, and every line that opens a quote or a
+//! flow bracket before that block ends (such a line could run on and hide the key). Nothing else
+//! is parsed, so this costs a fraction of the subset reader, which reads every line.
+//!
+//! It answers only where the document's shape around the key is certain; anything else is
+//! `None`, and the caller reads the document whole. Where libyaml parses the document, an answer
+//! is libyaml's value at the key. Unlike [`super::fast_along`], a document that libyaml refuses
+//! elsewhere (away from the key's lines) may still get an answer: that is the point of reading
+//! one key.
+
+use super::{Scalar, is_dash, scalar, split_key, split_word_key};
+use serde_json::{Map, Value};
+
+/// The document with only `top` and `top.key` built, as [`super::fast_along`] builds it for the
+/// path `[top, key]`: `{}` without `top`, `{top: null}`, `{top: {}}` without `key`, or
+/// `{top: {key: node}}`; `None` when unsure.
+pub fn skim_along(text: &str, top: &str, key: &str) -> Option<Value> {
+    let mut skim = Skim {
+        top,
+        key,
+        started: false,
+        mapping: false,
+        block: Block::Before,
+        value: Found::Absent,
+        literal: None,
+    };
+    // one pass over the bytes: each line's indentation, end and the classes of its bytes
+    let bytes = text.as_bytes();
+    let mut start = 0;
+    while start <= bytes.len() {
+        let rest = bytes.get(start..)?;
+        let indent = rest.iter().position(|&b| b != b' ').unwrap_or(rest.len());
+        let (end, classes) = line_end(bytes, start + indent);
+        if classes & REFUSED != 0 {
+            return None;
+        }
+        if start + indent < end && skim.reads(indent) {
+            let body = text.get(start + indent..end)?;
+            let trimmed = body.bytes().rposition(|b| b != b' ').map_or(0, |i| i + 1);
+            skim.line(indent, body.get(..trimmed)?, classes)?;
+        }
+        start = end + 1;
+    }
+    skim.finish()
+}
+
+/// Where the line containing `at` ends (its `\n`, or the end of the text), and the classes of
+/// its bytes from `at` on. Eight bytes at a time while none of them has a class.
+fn line_end(bytes: &[u8], mut at: usize) -> (usize, u8) {
+    let mut classes = 0;
+    loop {
+        if let Some(word) = bytes.get(at..at + 8) {
+            match first_special(word) {
+                None => {
+                    at += 8;
+                    continue;
+                }
+                Some(i) => at += i,
+            }
+        }
+        let Some(&b) = bytes.get(at) else {
+            return (at, classes);
+        };
+        let class = CLASS.get(usize::from(b)).copied().unwrap_or(REFUSED);
+        if class == BREAK {
+            return (at, classes);
+        }
+        classes |= class;
+        at += 1;
+    }
+}
+
+/// Where the first of eight bytes that may have a class sits (a few without one, `\`, are
+/// found too), all eight tested at once as in [`super::first_unplain`].
+fn first_special(word: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+    let x = u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?);
+    // a zero byte of `t` borrows into its own high bit; only bytes above it can be flagged
+    // falsely, so the lowest flag of each test, and of their union, is exact
+    let zero = |t: u64| t.wrapping_sub(ONES) & !t & HIGH_BITS;
+    let each = |b: u8| ONES * u64::from(b);
+    let unplain = ((x.wrapping_sub(each(0x20)) & !x) | x.wrapping_add(ONES) | x) & HIGH_BITS;
+    let folded = x | each(0x20); // `[` as `{`, `\` as `|`
+    let flags = unplain
+        | zero(folded ^ each(b'{'))
+        | zero(folded ^ each(b'|'))
+        | zero(x ^ each(b'"'))
+        | zero(x ^ each(b'\''))
+        | zero(x ^ each(b'>'));
+    (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+}
+
+/// Byte classes, one table lookup per byte of the document.
+const BREAK: u8 = 1;
+/// A quote or a flow bracket: what may open a node running over several lines.
+const OPENER: u8 = 2;
+/// What may start a block scalar.
+const BAR: u8 = 4;
+/// `\r` and (outside ASCII) NEL, LS and PS are line breaks to libyaml, and a tab after the
+/// indentation is a separator: each could move a key onto a line this reader does not see.
+/// Other control bytes are not YAML at all.
+const REFUSED: u8 = 8;
+
+static CLASS: [u8; 256] = classes();
+
+#[expect(
+    clippy::indexing_slicing,
+    reason = "b < 256 by the loop bound, and a const fn cannot call get_mut"
+)]
+const fn classes() -> [u8; 256] {
+    let mut table = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = match b as u8 {
+            b'\n' => BREAK,
+            b'"' | b'\'' | b'[' | b'{' => OPENER,
+            b'|' | b'>' => BAR,
+            0..0x20 | 0x7f.. => REFUSED,
+            _ => 0,
+        };
+        b += 1;
+    }
+    table
+}
+
+/// Where the reader is relative to the top key's block.
+#[derive(Clone, Copy, PartialEq)]
+enum Block {
+    Before,
+    /// Inside it; the column of its keys once its first line is seen.
+    Inside(Option<usize>),
+    After,
+}
+
+/// What was found for the top key and its child.
+enum Found {
+    Absent,
+    /// `top:` with a scalar on its line (`~`, `null`, `{}`).
+    TopScalar(Value),
+    /// `top:` with a block under it; `key`'s node once settled.
+    Block(Option<Value>),
+    /// `key:` seen; its node is settled by the next line with content, which must not continue it.
+    Pending(Option<Value>),
+}
+
+struct Skim<'k> {
+    top: &'k str,
+    key: &'k str,
+    started: bool,
+    /// Whether the root is known to be a mapping (a key was split at column 0).
+    mapping: bool,
+    block: Block,
+    value: Found,
+    /// Inside a `|` or `>` block scalar: the column its content must be deeper than.
+    literal: Option<usize>,
+}
+
+impl Skim<'_> {
+    /// Whether a line with content at `indent` can matter: not one under the top key's block
+    /// or deeper than a block scalar's key.
+    fn reads(&self, indent: usize) -> bool {
+        indent == 0 || !(self.block == Block::After || self.literal.is_some_and(|column| indent > column))
+    }
+
+    /// One line with content: `body` without its indentation and trailing spaces, `classes`
+    /// the classes of its bytes.
+    fn line(&mut self, indent: usize, body: &str, classes: u8) -> Option<()> {
+        // deeper lines of a block scalar are its content, any text at all ([`Skim::reads`])
+        self.literal = None;
+        if body.starts_with('#') {
+            // a comment deeper than a pending scalar: leave the question to libyaml
+            let deeper =
+                matches!((self.value_pending(), self.block), (true, Block::Inside(Some(c))) if indent > c);
+            return if deeper { None } else { Some(()) };
+        }
+        if !self.started {
+            // a root that is not a block mapping at column 0
+            self.started = true;
+            if indent != 0 {
+                return None;
+            }
+        }
+        self.settle(indent, body)?;
+        if indent == 0 {
+            self.end_block();
+        }
+        if self.block != Block::After {
+            if classes & OPENER != 0 && !one_line(body) {
+                return None;
+            }
+            if classes & BAR != 0 {
+                self.literal = literal_column(indent, body);
+            }
+        }
+        if indent == 0 {
+            self.top_level(body)
+        } else {
+            self.child(indent, body)
+        }
+    }
+
+    fn value_pending(&self) -> bool {
+        matches!(self.value, Found::Pending(_))
+    }
+
+    /// A pending `key:` ends at a line no deeper than its own: then its node is known.
+    fn settle(&mut self, indent: usize, body: &str) -> Option<()> {
+        let Found::Pending(node) = &mut self.value else {
+            return Some(());
+        };
+        let Block::Inside(Some(column)) = self.block else {
+            return None;
+        };
+        // deeper: a block under `key:` or the continuation of its scalar; at its column, a
+        // dash: a sequence under `key:`
+        if indent > column || (indent == column && node.is_none() && is_dash(body)) {
+            return None;
+        }
+        self.value = Found::Block(Some(node.take().unwrap_or(Value::Null)));
+        Some(())
+    }
+
+    fn top_level(&mut self, body: &str) -> Option<()> {
+        // the first line decides that the root is a mapping
+        if self.mapping && other_key(body, self.top) {
+            return Some(());
+        }
+        let (key, rest) = split_key(body)?;
+        self.mapping = true;
+        if key != self.top {
+            return Some(());
+        }
+        if !matches!(self.value, Found::Absent) {
+            return None; // a second `top:`
+        }
+        if rest.is_empty() {
+            self.block = Block::Inside(None);
+            self.value = Found::Block(None);
+        } else {
+            let node = match scalar(rest)? {
+                Scalar::Null => Value::Null,
+                Scalar::EmptyMapping => Value::Object(Map::new()),
+                _ => return None,
+            };
+            self.block = Block::After;
+            self.value = Found::TopScalar(node);
+        }
+        Some(())
+    }
+
+    fn child(&mut self, indent: usize, body: &str) -> Option<()> {
+        let Block::Inside(column) = self.block else {
+            return Some(());
+        };
+        let (column, first) = match column {
+            Some(c) => (c, false),
+            None if is_dash(body) => return None, // `top` holds a sequence
+            None => {
+                self.block = Block::Inside(Some(indent));
+                (indent, true)
+            }
+        };
+        if indent != column || is_dash(body) {
+            // shallower is not YAML; deeper or a dash at the column belongs to a sibling
+            return (indent >= column).then_some(());
+        }
+        // the first line decides that `top` holds a mapping
+        if !first && other_key(body, self.key) {
+            return Some(());
+        }
+        let (key, rest) = split_key(body)?;
+        if key != self.key {
+            return Some(());
+        }
+        if !matches!(self.value, Found::Block(None)) {
+            return None; // a second `key:`
+        }
+        let node = if rest.is_empty() {
+            None
+        } else {
+            Some(scalar(rest)?.into_value())
+        };
+        self.value = Found::Pending(node);
+        Some(())
+    }
+
+    /// The top key's block ends at the next top-level key (or the end): with no line in it,
+    /// `top:` is null.
+    fn end_block(&mut self) {
+        if let Block::Inside(column) = self.block {
+            if column.is_none() {
+                self.value = Found::TopScalar(Value::Null);
+            }
+            self.block = Block::After;
+        }
+    }
+
+    fn finish(mut self) -> Option<Value> {
+        if !self.started {
+            return None;
+        }
+        self.end_block();
+        let under_top = match self.value {
+            Found::Absent => return Some(Value::Object(Map::new())),
+            Found::TopScalar(node) => node,
+            Found::Block(None) => Value::Object(Map::new()),
+            Found::Block(Some(node)) | Found::Pending(Some(node)) => single(self.key, node),
+            Found::Pending(None) => single(self.key, Value::Null),
+        };
+        Some(single(self.top, under_top))
+    }
+}
+
+fn single(key: &str, node: Value) -> Value {
+    Value::Object(Map::from_iter([(key.to_string(), node)]))
+}
+
+/// The column a block scalar started on this line must be deeper than: its key's, or the
+/// dash's for `- |`.
+fn literal_column(indent: usize, body: &str) -> Option<usize> {
+    let (column, node) = match body.strip_prefix('-') {
+        Some(item) if is_dash(body) => {
+            let node = item.trim_start_matches(' ');
+            (indent + body.len() - node.len(), node)
+        }
+        _ => (indent, body),
+    };
+    if node.starts_with(['|', '>']) {
+        return Some(indent);
+    }
+    let (_, rest) = split_key(node)?;
+    rest.starts_with(['|', '>']).then_some(column)
+}
+
+/// A line that starts with a letter or digit is a plain key (or no YAML at all), and it is not
+/// `key` unless it starts with it: no need to split it.
+fn other_key(body: &str, key: &str) -> bool {
+    body.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric) && !body.starts_with(key)
+}
+
+/// Whether a line is whole nodes the subset reader takes on one line (so nothing it opens runs
+/// on): a key with a one-line scalar, nothing or a block-scalar header after it, a comment, or
+/// such a node after a dash.
+fn one_line(body: &str) -> bool {
+    let body = match body.strip_prefix('-') {
+        Some(item) if is_dash(body) => item.trim_start_matches(' '),
+        _ => body,
+    };
+    if body.is_empty() || body.starts_with('#') {
+        return true;
+    }
+    // most such lines in `toYaml` output: an empty string, mapping or list after a word
+    if let Some((_, "\"\"" | "{}" | "[]")) = split_word_key(body) {
+        return true;
+    }
+    match split_key(body) {
+        Some((_, rest)) => rest.is_empty() || rest.starts_with(['|', '>']) || scalar(rest).is_some(),
+        None => !is_dash(body) && scalar(body).is_some(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CLASS, first_special};
+
+    /// The word test against the table, for every byte value at every position, next to plain
+    /// bytes and next to ones that could borrow or carry into it.
+    #[test]
+    fn first_special_is_the_table() {
+        let special = |b: &u8| CLASS[usize::from(*b)] != 0 || *b == b'\\';
+        for filler in [b'a', b' ', b'~', b'\n', b'"', 0xff, 0x00] {
+            for at in 0..8 {
+                for b in 0..=255u8 {
+                    let mut word = [filler; 8];
+                    word[at] = b;
+                    let expected = word.iter().position(special);
+                    assert_eq!(first_special(&word), expected, "{word:?}");
+                }
+            }
+        }
+    }
+}
