@@ -7,6 +7,9 @@
 //! tags, flow collections, multi-line plain or quoted scalars, floats, tabs, ...). Then
 //! [`from_str`] hands the whole document to `serde_yaml_ng`, so what the policy sees, and every
 //! error message, is exactly `serde_yaml_ng`'s answer. `tests/helm_yaml.rs` checks the two agree.
+//!
+//! For one key two levels down (`proxy.opaquePorts`, all an object outside the mesh needs),
+//! [`skim_along`] reads only the lines that can hold it.
 
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
