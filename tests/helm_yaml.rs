@@ -496,11 +496,9 @@ fn edit_at(text: &mut String, mut i: usize, piece: &str, delete: usize) {
 /// trivially, so a reader that declined everything would pass `edited_linkerd_values_agree`.
 #[test]
 fn edited_documents_mostly_take_the_fast_reader() {
-    let mut runner = proptest::test_runner::TestRunner::deterministic();
     let (mut fast, total) = (0, 400);
-    for _ in 0..total {
-        let text = edited_values(edits().new_tree(&mut runner).expect("tree").current());
-        if agrees(&text).expect("agrees") {
+    for edits in samples(edits(), total) {
+        if agrees(&edited_values(edits)).expect("agrees") {
             fast += 1;
         }
     }
@@ -515,11 +513,9 @@ fn edited_documents_mostly_take_the_fast_reader() {
 /// not only its declining.
 #[test]
 fn values_edited_before_the_key_mostly_take_the_skim() {
-    let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let strategy = prop::collection::vec(edit_before_key(), 1..4);
     let (mut parsed, mut skimmed, total) = (0, 0, 400);
-    for _ in 0..total {
-        let text = edited_values_at(strategy.new_tree(&mut runner).expect("tree").current());
+    for edits in samples(prop::collection::vec(edit_before_key(), 1..4), total) {
+        let text = edited_values_at(edits);
         if serde_yaml_ng::from_str::<Value>(&text).is_ok() {
             parsed += 1;
             if agrees_skim(&text).expect("agrees") {
@@ -537,10 +533,8 @@ fn values_edited_before_the_key_mostly_take_the_skim() {
 /// The generated documents exercise the fast reader, not only the fallback.
 #[test]
 fn emitted_documents_mostly_take_the_fast_reader() {
-    let mut runner = proptest::test_runner::TestRunner::deterministic();
     let (mut fast, total) = (0, 300);
-    for _ in 0..total {
-        let doc = document().new_tree(&mut runner).expect("tree").current();
+    for doc in samples(document(), total) {
         let text = serde_yaml_ng::to_string(&doc).expect("emit");
         if agrees(&text).expect("agrees") {
             fast += 1;
@@ -550,4 +544,12 @@ fn emitted_documents_mostly_take_the_fast_reader() {
         fast * 4 >= total,
         "only {fast} of {total} emitted documents took the fast reader"
     );
+}
+
+/// `n` values of `strategy`, the same on every run.
+fn samples<S: Strategy>(strategy: S, n: usize) -> Vec<S::Value> {
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    (0..n)
+        .map(|_| strategy.new_tree(&mut runner).expect("tree").current())
+        .collect()
 }
