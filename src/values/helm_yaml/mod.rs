@@ -231,9 +231,7 @@ impl<'a> Reader<'a> {
                 return None;
             }
             self.pos += 1;
-            let after = line.get(1..)?;
-            let body = after.trim_start_matches(' ');
-            let column = indent + 1 + after.len() - body.len();
+            let (column, body) = after_dash(indent, line)?;
             let item = self.item(indent, column, body)?;
             if self.build {
                 items.push(item);
@@ -305,23 +303,49 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Where the first byte of eight that is not printable ASCII (`' '..='~'`: a newline, a control
-/// or a non-ASCII byte) sits, all eight tested at once: the per-byte loop was the reader's
-/// largest cost in the module.
-fn first_unplain(word: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
+/// Eight bytes tested at once, one flag (the byte's high bit) per byte that passes a test: the
+/// per-byte loops were the readers' largest cost in the module. A borrow or carry only spills
+/// into later bytes, so the lowest flag of each test, and of a union of tests, is exact.
+mod word {
+    pub const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-    let x = u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?);
-    // a byte below 0x20 borrows into its high bit, a byte above 0x7e carries into it (or has
-    // it); a borrow or carry only spills into later bytes, so the lowest flag is exact
-    let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGH_BITS;
-    let above_tilde = (x.wrapping_add(ONES) | x) & HIGH_BITS;
-    let flags = below_space | above_tilde;
-    (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+
+    pub fn of(bytes: &[u8]) -> Option<u64> {
+        Some(u64::from_le_bytes(<[u8; 8]>::try_from(bytes).ok()?))
+    }
+
+    /// Bytes that are not printable ASCII (`' '..='~'`): a byte below 0x20 borrows into its
+    /// high bit, a byte above 0x7e carries into it (or has it).
+    pub fn unplain(x: u64) -> u64 {
+        ((x.wrapping_sub(ONES * 0x20) & !x) | x.wrapping_add(ONES) | x) & HIGH_BITS
+    }
+
+    /// Zero bytes: each borrows into its own high bit.
+    pub fn zero(x: u64) -> u64 {
+        x.wrapping_sub(ONES) & !x & HIGH_BITS
+    }
+
+    /// Where the lowest flagged byte sits.
+    pub fn lowest(flags: u64) -> Option<usize> {
+        (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+    }
+}
+
+/// Where the first byte of eight that is not printable ASCII (a newline, a control or a
+/// non-ASCII byte) sits.
+fn first_unplain(bytes: &[u8]) -> Option<usize> {
+    word::lowest(word::unplain(word::of(bytes)?))
 }
 
 fn is_dash(line: &str) -> bool {
     line == "-" || line.starts_with("- ")
+}
+
+/// The column and text of what follows the dash of a line at `indent` that [`is_dash`] takes.
+fn after_dash(indent: usize, line: &str) -> Option<(usize, &str)> {
+    let after = line.get(1..)?;
+    let body = after.trim_start_matches(' ');
+    Some((indent + 1 + after.len() - body.len(), body))
 }
 
 /// Non-ASCII characters libyaml takes as printable without question.

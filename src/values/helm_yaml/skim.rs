@@ -9,7 +9,7 @@
 //! elsewhere (away from the key's lines) may still get an answer: that is the point of reading
 //! one key.
 
-use super::{Scalar, is_dash, scalar, split_key, split_word_key};
+use super::{Scalar, after_dash, is_dash, scalar, split_key, split_word_key, word};
 use serde_json::{Map, Value};
 
 /// The document with only `top` and `top.key` built, as [`super::fast_along`] builds it for the
@@ -19,7 +19,6 @@ pub fn skim_along(text: &str, top: &str, key: &str) -> Option<Value> {
     let mut skim = Skim {
         top,
         key,
-        started: false,
         mapping: false,
         block: Block::Before,
         value: Found::Absent,
@@ -72,24 +71,18 @@ fn line_end(bytes: &[u8], mut at: usize) -> (usize, u8) {
 }
 
 /// Where the first of eight bytes that may have a class sits (a few without one, `\`, are
-/// found too), all eight tested at once as in [`super::first_unplain`].
-fn first_special(word: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-    let x = u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?);
-    // a zero byte of `t` borrows into its own high bit; only bytes above it can be flagged
-    // falsely, so the lowest flag of each test, and of their union, is exact
-    let zero = |t: u64| t.wrapping_sub(ONES) & !t & HIGH_BITS;
-    let each = |b: u8| ONES * u64::from(b);
-    let unplain = ((x.wrapping_sub(each(0x20)) & !x) | x.wrapping_add(ONES) | x) & HIGH_BITS;
+/// found too), all eight tested at once.
+fn first_special(bytes: &[u8]) -> Option<usize> {
+    let x = word::of(bytes)?;
+    let each = |b: u8| word::ONES * u64::from(b);
     let folded = x | each(0x20); // `[` as `{`, `\` as `|`
-    let flags = unplain
-        | zero(folded ^ each(b'{'))
-        | zero(folded ^ each(b'|'))
-        | zero(x ^ each(b'"'))
-        | zero(x ^ each(b'\''))
-        | zero(x ^ each(b'>'));
-    (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+    let flags = word::unplain(x)
+        | word::zero(folded ^ each(b'{'))
+        | word::zero(folded ^ each(b'|'))
+        | word::zero(x ^ each(b'"'))
+        | word::zero(x ^ each(b'\''))
+        | word::zero(x ^ each(b'>'));
+    word::lowest(flags)
 }
 
 /// Byte classes, one table lookup per byte of the document.
@@ -148,8 +141,8 @@ enum Found {
 struct Skim<'k> {
     top: &'k str,
     key: &'k str,
-    started: bool,
-    /// Whether the root is known to be a mapping (a key was split at column 0).
+    /// Whether the root is known to be a mapping (a key was split at column 0); until then a
+    /// line with content must be at column 0.
     mapping: bool,
     block: Block,
     value: Found,
@@ -175,12 +168,8 @@ impl Skim<'_> {
                 matches!((self.value_pending(), self.block), (true, Block::Inside(Some(c))) if indent > c);
             return if deeper { None } else { Some(()) };
         }
-        if !self.started {
-            // a root that is not a block mapping at column 0
-            self.started = true;
-            if indent != 0 {
-                return None;
-            }
+        if !self.mapping && indent != 0 {
+            return None; // a root that is not a block mapping at column 0
         }
         self.settle(indent, body)?;
         if indent == 0 {
@@ -298,8 +287,8 @@ impl Skim<'_> {
     }
 
     fn finish(mut self) -> Option<Value> {
-        if !self.started {
-            return None;
+        if !self.mapping {
+            return None; // no line with content
         }
         self.end_block();
         let under_top = match self.value {
@@ -320,12 +309,10 @@ fn single(key: &str, node: Value) -> Value {
 /// The column a block scalar started on this line must be deeper than: its key's, or the
 /// dash's for `- |`.
 fn literal_column(indent: usize, body: &str) -> Option<usize> {
-    let (column, node) = match body.strip_prefix('-') {
-        Some(item) if is_dash(body) => {
-            let node = item.trim_start_matches(' ');
-            (indent + body.len() - node.len(), node)
-        }
-        _ => (indent, body),
+    let (column, node) = if is_dash(body) {
+        after_dash(indent, body)?
+    } else {
+        (indent, body)
     };
     if node.starts_with(['|', '>']) {
         return Some(indent);
@@ -344,9 +331,9 @@ fn other_key(body: &str, key: &str) -> bool {
 /// on): a key with a one-line scalar, nothing or a block-scalar header after it, a comment, or
 /// such a node after a dash.
 fn one_line(body: &str) -> bool {
-    let body = match body.strip_prefix('-') {
-        Some(item) if is_dash(body) => item.trim_start_matches(' '),
-        _ => body,
+    let body = match is_dash(body).then(|| after_dash(0, body)).flatten() {
+        Some((_, item)) => item,
+        None => body,
     };
     if body.is_empty() || body.starts_with('#') {
         return true;
