@@ -7,17 +7,16 @@ use std::process::{Command, Output};
 use common::*;
 use serde_json::Value;
 
-/// The test guest in a file of its own per call: tests run in parallel, and one test writing
-/// the file while another compiles it gave an empty module.
-fn guest_file() -> std::path::PathBuf {
-    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!(
-        "kubewarden-engine-test-guest-{}-{n}.wasm",
-        std::process::id()
-    ));
-    std::fs::write(&path, test_guest_wasm()).unwrap();
-    path
+/// The test guest in a file of its own per call (tests run in parallel, and one test writing
+/// the file while another compiles it gave an empty module), removed when dropped.
+fn guest_file() -> tempfile::TempPath {
+    let mut file = tempfile::Builder::new()
+        .prefix("injector-host-test-guest-")
+        .suffix(".wasm")
+        .tempfile()
+        .unwrap();
+    std::io::Write::write_all(&mut file, test_guest_wasm()).unwrap();
+    file.into_temp_path()
 }
 
 fn run(args: &[&str]) -> Output {
@@ -72,7 +71,7 @@ fn run_accepts_a_bare_request_from_stdin() {
             "--settings-json",
             r#"{"response": {"accepted": false, "message": "denied"}}"#,
         ])
-        .arg(&module)
+        .arg(&*module)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -124,17 +123,16 @@ fn invalid_settings_fail_like_kwctl() {
 #[test]
 fn run_serves_context_only_with_allow_context_aware() {
     let module = guest_file();
-    let dir = std::env::temp_dir().join(format!("injector-host-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let context = dir.join("cluster.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("cluster.yaml");
     std::fs::write(&context, CLUSTER).unwrap();
-    let metadata = dir.join("policy.yaml");
+    let metadata = dir.path().join("policy.yaml");
     std::fs::write(
         &metadata,
         "rules: []\nmutating: true\ncontextAwareResources:\n- {apiVersion: v1, kind: Namespace}\n",
     )
     .unwrap();
-    let settings = dir.join("settings.yaml");
+    let settings = dir.path().join("settings.yaml");
     std::fs::write(
         &settings,
         "host_calls:\n- binding: kubewarden\n  namespace: kubernetes\n  operation: get_resource\n  payload: {api_version: v1, kind: Namespace, name: emojivoto, namespace: null, disable_cache: false, field_masks: null}\n",

@@ -629,13 +629,12 @@ fn invalid_settings_are_rejected_by_the_library() {
 
 #[test]
 fn invalid_settings_are_rejected_by_the_cli() {
-    let dir = std::env::temp_dir().join(format!("owner-faults-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let request = dir.join("request.json");
+    let dir = tempfile::tempdir().unwrap();
+    let request = dir.path().join("request.json");
     let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
         "request": create_request("Pod", NS, "cli", rs_pod(RS, HASH))});
     std::fs::write(&request, serde_json::to_vec(&review).unwrap()).unwrap();
-    let context_file = dir.join("context.yaml");
+    let context_file = dir.path().join("context.yaml");
     std::fs::write(&context_file, CONTEXT).unwrap();
 
     let out = Command::new(env!("CARGO_BIN_EXE_injector-host"))
@@ -680,5 +679,4 @@ fn invalid_settings_are_rejected_by_the_cli() {
         resp.audit_annotations.unwrap_or_default().get("owner"),
         Some(&"deployment/web (owner lookup)".to_owned())
     );
-    std::fs::remove_dir_all(&dir).ok();
 }

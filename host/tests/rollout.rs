@@ -119,12 +119,11 @@ fn rejections_errors_and_invalid_settings() {
 
 #[test]
 fn cli_rollout_prints_json() {
-    let module =
-        std::env::temp_dir().join(format!("injector-host-rollout-guest-{}.wasm", std::process::id()));
-    std::fs::write(&module, test_guest_wasm()).unwrap();
+    let module = tempfile::Builder::new().suffix(".wasm").tempfile().unwrap();
+    std::fs::write(module.path(), test_guest_wasm()).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_injector-host"))
         .args(["rollout", "--replicas", "12", "--workers", "3", "--json"])
-        .arg(&module)
+        .arg(module.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -137,9 +136,8 @@ fn cli_rollout_prints_json() {
 
 #[test]
 fn manifest_gives_deployment_namespace_and_more() {
-    let dir = std::env::temp_dir().join(format!("injector-host-manifest-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("app.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.yaml");
     std::fs::write(
         &path,
         r#"
