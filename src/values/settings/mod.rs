@@ -282,6 +282,11 @@ fn decode_over_defaults<const N: usize>(layers: [Value; N]) -> Result<Settings, 
 
 /// Objects merge key by key; anything else (arrays included) replaces.
 fn merge(base: &mut Value, over: Value) {
+    // an object over an empty one is itself: moved whole, not key by key (a map insert each)
+    if over.is_object() && base.as_object().is_some_and(serde_json::Map::is_empty) {
+        *base = over;
+        return;
+    }
     match (base, over) {
         (Value::Object(b), Value::Object(o)) => {
             for (k, v) in o {
