@@ -1,12 +1,13 @@
 //! Properties over generated pods: nothing lost, the engine's patch only adds (apart from
 //! Linkerd's own output annotations and the shifts of Linkerd's insertions), injecting twice
-//! changes nothing, same input same bytes. The first two count the pods that were injected and
-//! fail when too few were: a property that never sees a mutation checks nothing.
+//! changes nothing, same input same bytes, and the answer's object (the proxy container written
+//! typed into it by the shell) is the core's own tree. The first two count the pods that were
+//! injected and fail when too few were: a property that never sees a mutation checks nothing.
 
 mod common;
 
 use common::{cluster, lost_path, mutated_bytes, namespace};
-use linkerd_injector_policy::wire;
+use linkerd_injector_policy::{admit, settings::Settings, wire};
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
@@ -143,7 +144,17 @@ fn validate(object: &Value, ns: &Value) -> (Vec<u8>, Value) {
     });
     let cluster = cluster(vec![namespace("shop", ns.clone())]);
     let bytes = wire::validate(&serde_json::to_vec(&payload).unwrap(), &cluster);
-    let answer = serde_json::from_slice(&bytes).unwrap();
+    let answer: Value = serde_json::from_slice(&bytes).unwrap();
+    // the shell writes the proxy container into the answer's bytes; the core's tree is the same
+    let settings = Settings::from_value(payload["settings"].clone()).unwrap();
+    let request = admit::Request {
+        kind: "Pod",
+        operation: "CREATE",
+        namespace: "shop",
+        object,
+    };
+    let tree = admit::admit(&request, &settings, &cluster).mutated;
+    assert_eq!(answer["mutated_object"], tree.unwrap_or(Value::Null));
     (bytes, answer)
 }
 

@@ -10,9 +10,9 @@ use crate::admission::pod;
 use crate::admission::verify;
 use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
-use crate::render::Context;
 use crate::render::config::{self, Layers};
 use crate::render::inject::Plan;
+use crate::render::{Context, ProxyContainer};
 use crate::values::config_maps::ControlPlaneReads;
 use crate::values::linkerd_config::{Read, Values};
 use crate::values::settings::{LookupFailure, Mode, Settings};
@@ -94,16 +94,62 @@ impl From<Outcome> for Admission {
     }
 }
 
+/// The proxy container of an injection, held out of the mutated object: it goes in the list at
+/// `path` (keys from the object's root), at `index`.
+#[derive(Debug)]
+pub struct Held {
+    pub path: Vec<&'static str>,
+    pub index: usize,
+    pub proxy: ProxyContainer,
+}
+
+impl Held {
+    /// Puts the container in its place in `object` (the mutated object it was held out of).
+    pub fn insert_into(self, object: &mut Value) {
+        let list = self.path.iter().try_fold(object, |v, k| v.get_mut(*k));
+        if let Some(Value::Array(items)) = list {
+            items.insert(self.index.min(items.len()), self.proxy.into_value());
+        }
+    }
+}
+
 impl Admission {
     /// Applies the edit to `object` (the request's object, owned).
-    pub fn finish(self, mut object: Value) -> Outcome {
-        let mut out = self.outcome;
-        if let Some(edit) = self.edit
-            && edit.apply(&mut object)
-        {
-            out.mutated = Some(object);
+    pub fn finish(self, object: Value) -> Outcome {
+        let (mut out, held) = self.finish_holding(object);
+        if let (Some(held), Some(mutated)) = (held, out.mutated.as_mut()) {
+            held.insert_into(mutated);
         }
         out
+    }
+
+    /// [`Admission::finish`] with an injection's proxy container held out of the mutated object,
+    /// for the shell to write typed into the answer.
+    pub fn finish_holding(self, mut object: Value) -> (Outcome, Option<Held>) {
+        let mut out = self.outcome;
+        let held = match self.edit {
+            Some(Edit::Inject { path, plan }) => match navigate_mut(&mut object, path) {
+                Some(target) => {
+                    let h = plan.apply_holding_proxy(target);
+                    out.mutated = Some(object);
+                    let path = path.iter().copied().chain(["spec", h.list]).collect();
+                    Some(Held {
+                        path,
+                        index: h.index,
+                        proxy: h.proxy,
+                    })
+                }
+                None => None,
+            },
+            Some(edit) => {
+                if edit.apply(&mut object) {
+                    out.mutated = Some(object);
+                }
+                None
+            }
+            None => None,
+        };
+        (out, held)
     }
 }
 

@@ -3,7 +3,43 @@
 
 use super::{Context, env};
 use crate::admission::pod;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
+
+/// The `linkerd-proxy` container: its typed `env` and the rest of it as JSON. Written as one
+/// object whose first key is `env`, which is where a JSON map puts it too (first in sorted order,
+/// and first inserted).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxyContainer {
+    pub env: Vec<env::EnvVar>,
+    /// Every other key (never `env`).
+    pub rest: Map<String, Value>,
+}
+
+impl ProxyContainer {
+    /// The container as a JSON value, the same as its serialisation.
+    pub fn into_value(self) -> Value {
+        let env = self
+            .env
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap_or(Value::Null));
+        let mut c = Map::with_capacity(self.rest.len() + 1);
+        c.insert("env".into(), Value::Array(env.collect()));
+        c.extend(self.rest);
+        Value::Object(c)
+    }
+}
+
+impl Serialize for ProxyContainer {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut m = serializer.serialize_map(Some(self.rest.len() + 1))?;
+        m.serialize_entry("env", &self.env)?;
+        for (k, v) in &self.rest {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
 
 const RUNTIME_DEFAULT: &str = "RuntimeDefault";
 
@@ -56,8 +92,14 @@ fn sa_mount_copy(spec: &Value) -> Option<Value> {
 }
 
 fn set_resources(container: &mut Value, cx: &Context<'_>) {
-    if let (Some(res), Some(obj)) = (resources(cx), container.as_object_mut()) {
-        obj.insert("resources".into(), res);
+    if let Some(obj) = container.as_object_mut() {
+        insert_resources(obj, cx);
+    }
+}
+
+fn insert_resources(container: &mut Map<String, Value>, cx: &Context<'_>) {
+    if let Some(res) = resources(cx) {
+        container.insert("resources".into(), res);
     }
 }
 
@@ -67,7 +109,7 @@ fn http_probe(path: &str, port: i64) -> Map<String, Value> {
     m
 }
 
-pub fn proxy_container(cx: &Context<'_>) -> Value {
+pub fn proxy_container(cx: &Context<'_>) -> ProxyContainer {
     let v = &cx.config.values;
     let p = &v.proxy;
     let admin = p.ports.admin;
@@ -108,8 +150,7 @@ pub fn proxy_container(cx: &Context<'_>) -> Value {
     }
     mounts.extend(sa_mount_copy(cx.spec));
 
-    let mut c = super::object([
-        ("env", Value::Array(env::proxy_env(cx))),
+    let mut rest = super::map([
         ("image", Value::String(cx.proxy_image())),
         ("imagePullPolicy", Value::String(cx.pull_policy().to_owned())),
         ("livenessProbe", Value::Object(liveness)),
@@ -129,10 +170,8 @@ pub fn proxy_container(cx: &Context<'_>) -> Value {
         ),
         ("volumeMounts", Value::Array(mounts)),
     ]);
-    set_resources(&mut c, cx);
-    let Some(obj) = c.as_object_mut() else {
-        return c;
-    };
+    insert_resources(&mut rest, cx);
+    let obj = &mut rest;
     if native {
         obj.insert("restartPolicy".into(), json!("Always"));
         if p.r#await {
@@ -161,7 +200,10 @@ pub fn proxy_container(cx: &Context<'_>) -> Value {
             obj.insert("lifecycle".into(), Value::Object(lifecycle));
         }
     }
-    c
+    ProxyContainer {
+        env: env::proxy_env(cx),
+        rest,
+    }
 }
 
 fn proxy_security_context(cx: &Context<'_>) -> Value {

@@ -1,29 +1,79 @@
-//! The `linkerd-proxy` container's environment, in Linkerd's exact order.
+//! The `linkerd-proxy` container's environment, in Linkerd's exact order: typed entries, not
+//! JSON maps (forty of them per injected pod, five allocations each as maps), written straight
+//! into the answer.
 
 use super::Context;
 use crate::parse::go;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
+use std::borrow::Cow;
 
-fn var(name: &str, value: impl Into<String>) -> Value {
-    super::object([
-        ("name", Value::String(name.to_owned())),
-        ("value", Value::String(value.into())),
-    ])
+type Text = Cow<'static, str>;
+
+/// One entry of the proxy's `env`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnvVar {
+    /// `{"name": .., "value": ..}`
+    Plain { name: Text, value: Text },
+    /// `{"name": .., "valueFrom": {"fieldRef": {"fieldPath": ..}}}`
+    Field { name: &'static str, path: &'static str },
+    /// An entry from the settings (`proxy.additionalEnv`, `proxy.experimentalEnv`), as given.
+    Given(Value),
 }
 
-fn field(name: &str, path: &str) -> Value {
-    let field_ref = super::object([("fieldPath", Value::String(path.to_owned()))]);
-    super::object([
-        ("name", Value::String(name.to_owned())),
-        ("valueFrom", super::object([("fieldRef", field_ref)])),
-    ])
+impl Serialize for EnvVar {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        /// `{"fieldRef": {"fieldPath": path}}`
+        struct FieldRef(&'static str);
+        impl Serialize for FieldRef {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut m = serializer.serialize_map(Some(1))?;
+                m.serialize_entry("fieldRef", &FieldPath(self.0))?;
+                m.end()
+            }
+        }
+        struct FieldPath(&'static str);
+        impl Serialize for FieldPath {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut m = serializer.serialize_map(Some(1))?;
+                m.serialize_entry("fieldPath", self.0)?;
+                m.end()
+            }
+        }
+        match self {
+            EnvVar::Plain { name, value } => {
+                let mut m = serializer.serialize_map(Some(2))?;
+                m.serialize_entry("name", name)?;
+                m.serialize_entry("value", value)?;
+                m.end()
+            }
+            EnvVar::Field { name, path } => {
+                let mut m = serializer.serialize_map(Some(2))?;
+                m.serialize_entry("name", name)?;
+                m.serialize_entry("valueFrom", &FieldRef(path))?;
+                m.end()
+            }
+            EnvVar::Given(value) => value.serialize(serializer),
+        }
+    }
+}
+
+fn var(name: impl Into<Text>, value: impl Into<Text>) -> EnvVar {
+    EnvVar::Plain {
+        name: name.into(),
+        value: value.into(),
+    }
+}
+
+fn field(name: &'static str, path: &'static str) -> EnvVar {
+    EnvVar::Field { name, path }
 }
 
 fn flag(b: bool) -> &'static str {
     if b { "true" } else { "false" }
 }
 
-pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
+pub fn proxy_env(cx: &Context<'_>) -> Vec<EnvVar> {
     let v = &cx.config.values;
     let p = &v.proxy;
     let ns = &v.policy.control_plane_namespace;
@@ -59,7 +109,7 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
     if !p.require_identity_on_inbound_ports.is_empty() {
         env.push(var(
             "LINKERD2_PROXY_INBOUND_PORTS_REQUIRE_IDENTITY",
-            &*p.require_identity_on_inbound_ports,
+            p.require_identity_on_inbound_ports.clone(),
         ));
     }
     env.push(var(
@@ -72,14 +122,14 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
         format!("{},[{{headers}}]=off,[{{request}}]=off", p.log_level)
     };
     env.push(var("LINKERD2_PROXY_LOG", log));
-    env.push(var("LINKERD2_PROXY_LOG_FORMAT", &*p.log_format));
+    env.push(var("LINKERD2_PROXY_LOG_FORMAT", p.log_format.clone()));
     env.push(var(
         "LINKERD2_PROXY_DESTINATION_SVC_ADDR",
         format!("linkerd-dst-headless.{ns}.svc.{cd}.:8086"),
     ));
     env.push(var(
         "LINKERD2_PROXY_DESTINATION_PROFILE_NETWORKS",
-        &*v.cluster_networks,
+        v.cluster_networks.clone(),
     ));
     env.push(var(
         "LINKERD2_PROXY_POLICY_SVC_ADDR",
@@ -91,22 +141,22 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
     ));
     env.push(var(
         "LINKERD2_PROXY_INBOUND_DEFAULT_POLICY",
-        &*p.default_inbound_policy,
+        p.default_inbound_policy.clone(),
     ));
     env.push(var(
         "LINKERD2_PROXY_POLICY_CLUSTER_NETWORKS",
-        &*v.cluster_networks,
+        v.cluster_networks.clone(),
     ));
     let s = &p.control.streams;
     env.push(var(
         "LINKERD2_PROXY_CONTROL_STREAM_INITIAL_TIMEOUT",
-        &*s.initial_timeout,
+        s.initial_timeout.clone(),
     ));
     env.push(var(
         "LINKERD2_PROXY_CONTROL_STREAM_IDLE_TIMEOUT",
-        &*s.idle_timeout,
+        s.idle_timeout.clone(),
     ));
-    env.push(var("LINKERD2_PROXY_CONTROL_STREAM_LIFETIME", &*s.lifetime));
+    env.push(var("LINKERD2_PROXY_CONTROL_STREAM_LIFETIME", s.lifetime.clone()));
     for (name, val) in [
         (
             "LINKERD2_PROXY_INBOUND_CONNECT_TIMEOUT",
@@ -126,7 +176,7 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
         ),
     ] {
         if !val.is_empty() {
-            env.push(var(name, &**val));
+            env.push(var(name, val.clone()));
         }
     }
     if p.disable_outbound_protocol_detect_timeout {
@@ -145,7 +195,7 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
         format!("{bind}:{}", ports.admin),
     ));
     let outbound = format!("127.0.0.1:{}", ports.outbound);
-    env.push(var("LINKERD2_PROXY_OUTBOUND_LISTEN_ADDR", &*outbound));
+    env.push(var("LINKERD2_PROXY_OUTBOUND_LISTEN_ADDR", outbound.clone()));
     let outbound_addrs = if v.disable_ipv6 {
         outbound
     } else {
@@ -157,7 +207,7 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
         format!("{bind}:{}", ports.inbound),
     ));
     env.push(field("LINKERD2_PROXY_INBOUND_IPS", "status.podIPs"));
-    env.push(var("LINKERD2_PROXY_INBOUND_PORTS", &*cx.inbound_ports));
+    env.push(var("LINKERD2_PROXY_INBOUND_PORTS", cx.inbound_ports.clone()));
     if p.is_gateway {
         env.push(var(
             "LINKERD2_PROXY_INBOUND_GATEWAY_SUFFIXES",
@@ -189,7 +239,7 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
     if !p.opaque_ports.is_empty() {
         env.push(var(
             "LINKERD2_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION",
-            &*p.opaque_ports,
+            p.opaque_ports.clone(),
         ));
     }
     env.push(var(
@@ -197,8 +247,8 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
         "{\"ns\":\"$(_pod_ns)\", \"nodeName\":\"$(_pod_nodeName)\", \"pod\":\"$(_pod_name)\"}\n",
     ));
     env.push(field("_pod_sa", "spec.serviceAccountName"));
-    env.push(var("_l5d_ns", &**ns));
-    env.push(var("_l5d_trustdomain", td));
+    env.push(var("_l5d_ns", ns.clone()));
+    env.push(var("_l5d_trustdomain", td.to_owned()));
     env.push(var(
         "LINKERD2_PROXY_IDENTITY_DIR",
         "/var/run/linkerd/identity/end-entity",
@@ -235,32 +285,28 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<Value> {
         svc_name("linkerd-destination"),
     ));
     if !p.access_log.is_empty() {
-        env.push(var("LINKERD2_PROXY_ACCESS_LOG", &*p.access_log));
+        env.push(var("LINKERD2_PROXY_ACCESS_LOG", p.access_log.clone()));
     }
     if !p.shutdown_grace_period.is_empty() {
         env.push(var(
             "LINKERD2_PROXY_SHUTDOWN_GRACE_PERIOD",
-            &*p.shutdown_grace_period,
+            p.shutdown_grace_period.clone(),
         ));
     }
-    env.extend(p.additional_env.iter().cloned());
-    env.extend(p.experimental_env.iter().cloned());
+    env.extend(p.additional_env.iter().cloned().map(EnvVar::Given));
+    env.extend(p.experimental_env.iter().cloned().map(EnvVar::Given));
     env
 }
 
-fn tracing_env(cx: &Context<'_>, env: &mut Vec<Value>) {
+fn tracing_env(cx: &Context<'_>, env: &mut Vec<EnvVar>) {
     let v = &cx.config.values;
     let t = &v.proxy.tracing;
-    let protocol = if t.protocol.is_empty() {
-        "opentelemetry"
-    } else {
-        &t.protocol
+    let or = |given: &Text, default: &'static str| match given.is_empty() {
+        true => Text::Borrowed(default),
+        false => given.clone(),
     };
-    let service = if t.trace_service_name.is_empty() {
-        "linkerd-proxy"
-    } else {
-        &t.trace_service_name
-    };
+    let protocol = or(&t.protocol, "opentelemetry");
+    let service = or(&t.trace_service_name, "linkerd-proxy");
     let id = &t.collector.mesh_identity;
     let extra: String = t.labels.iter().map(|(k, val)| format!("{k}={val}\n")).collect();
     env.push(var(
@@ -275,7 +321,7 @@ fn tracing_env(cx: &Context<'_>, env: &mut Vec<Value>) {
     env.push(var("LINKERD2_PROXY_TRACE_SERVICE_NAME", service));
     env.push(var(
         "LINKERD2_PROXY_TRACE_COLLECTOR_SVC_ADDR",
-        &*t.collector.endpoint,
+        t.collector.endpoint.clone(),
     ));
     // Before edge-26.7.1 the collector's identity ended in the cluster domain.
     let domain = if cx
@@ -300,7 +346,7 @@ fn tracing_env(cx: &Context<'_>, env: &mut Vec<Value>) {
 
 /// One variable per leaf of `proxy.inbound` / `proxy.outbound`, keys upper-snake-cased and
 /// visited in sorted order.
-fn nested_params(prefix: &str, value: &Value, env: &mut Vec<Value>) {
+fn nested_params(prefix: &str, value: &Value, env: &mut Vec<EnvVar>) {
     match value {
         Value::Object(map) => {
             let mut keys: Vec<&String> = map.keys().collect();
@@ -309,9 +355,9 @@ fn nested_params(prefix: &str, value: &Value, env: &mut Vec<Value>) {
                 nested_params(&format!("{prefix}_{}", upper_snake(k)), &map[k], env);
             }
         }
-        Value::String(s) => env.push(var(prefix, &**s)),
+        Value::String(s) => env.push(var(prefix.to_owned(), s.clone())),
         Value::Null => {}
-        other => env.push(var(prefix, other.to_string())),
+        other => env.push(var(prefix.to_owned(), other.to_string())),
     }
 }
 

@@ -2,7 +2,7 @@
 //! at the positions Linkerd's patch uses.
 
 use crate::admission::pod::{array_entry, object_entry};
-use crate::render::{self, Context};
+use crate::render::{self, Context, ProxyContainer};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -15,7 +15,7 @@ pub struct Plan {
     init: Value,
     debug: Option<Value>,
     volumes: Vec<Value>,
-    proxy: Value,
+    proxy: ProxyContainer,
     native: bool,
     proxy_first: bool,
 }
@@ -54,6 +54,14 @@ impl Plan {
 
     /// Applies the plan to `template` (an object with `metadata` and `spec`).
     pub fn apply(self, template: &mut Map<String, Value>) {
+        let held = self.apply_holding_proxy(template);
+        let list = array_entry(object_entry(template, "spec"), held.list);
+        list.insert(held.index.min(list.len()), held.proxy.into_value());
+    }
+
+    /// Applies all of the plan but the proxy container, and says where it goes: the shell
+    /// writes it typed into the answer ([`HeldProxy`]), never as a JSON tree.
+    pub fn apply_holding_proxy(self, template: &mut Map<String, Value>) -> HeldProxy {
         let meta = object_entry(template, "metadata");
         let annotations = object_entry(meta, "annotations");
         for (k, v) in self.annotations {
@@ -79,13 +87,28 @@ impl Plan {
             array_entry(spec, "containers").push(debug);
         }
         array_entry(spec, "volumes").extend(self.volumes);
-        if self.native {
-            let inits = array_entry(spec, "initContainers");
-            inits.insert(1.min(inits.len()), self.proxy);
+        let (list, index) = if self.native {
+            ("initContainers", 1.min(array_entry(spec, "initContainers").len()))
         } else if self.proxy_first {
-            array_entry(spec, "containers").insert(0, self.proxy);
+            ("containers", 0)
         } else {
-            array_entry(spec, "containers").push(self.proxy);
+            ("containers", array_entry(spec, "containers").len())
+        };
+        // the list exists from here on, so the proxy always has a place
+        array_entry(spec, list);
+        HeldProxy {
+            list,
+            index,
+            proxy: self.proxy,
         }
     }
+}
+
+/// The proxy container, and its place in the template: `spec.<list>[index]`, the items from
+/// `index` on moved one along.
+#[derive(Debug)]
+pub struct HeldProxy {
+    pub list: &'static str,
+    pub index: usize,
+    pub proxy: ProxyContainer,
 }

@@ -1,4 +1,5 @@
-//! What injection adds to a pod: containers, init containers and volumes, as JSON values.
+//! What injection adds to a pod: containers, init containers and volumes, as JSON values, but
+//! for the proxy's environment, which is typed ([`env::EnvVar`]) and written by the shell in place.
 
 pub mod config;
 mod containers;
@@ -8,7 +9,7 @@ pub mod inject;
 pub mod version;
 mod volumes;
 
-pub use containers::{debug_container, init_container, network_validator, proxy_container};
+pub use containers::{ProxyContainer, debug_container, init_container, network_validator, proxy_container};
 pub use inbound_ports::inbound_ports;
 pub use volumes::{end_entity_volume, podinfo_volume, token_volume, xtables_volume};
 
@@ -81,9 +82,14 @@ impl<'a> Context<'a> {
 /// An object from owned entries, in the given order; values are moved, never re-serialised
 /// (`json!` runs `to_value` on every interpolated expression: a deep copy of each `Value`).
 pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(map(entries))
+}
+
+/// [`object`]'s map.
+pub(crate) fn map<const N: usize>(entries: [(&str, Value); N]) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::with_capacity(N);
     for (k, v) in entries {
         m.insert(k.to_owned(), v);
     }
-    Value::Object(m)
+    m
 }

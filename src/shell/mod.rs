@@ -4,4 +4,5 @@
 pub mod kubewarden_cluster;
 mod masked;
 mod payload;
+mod spliced;
 pub mod wire;

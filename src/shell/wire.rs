@@ -1,14 +1,16 @@
 //! The waPC payloads: decoding `validate` / `validate_settings` input and encoding the
 //! answers as the SDK's own `ValidationResponse` and `SettingsValidationResponse`.
 
-use crate::admission::admit::{self, Request};
+use crate::admission::admit::{self, Held, Request};
 use crate::admission::outcome::{Outcome, Verdict};
 use crate::cluster::Cluster;
 use crate::shell::payload::{Payload, RequestFields, Shape};
+use crate::shell::spliced::Spliced;
 use crate::values::settings::Settings;
 /// The answers' types: the SDK's own (re-exported for the playground and the tests that read them).
 pub use kubewarden_policy_sdk::{response::ValidationResponse, settings::SettingsValidationResponse};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Answers `validate_settings`.
 pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
@@ -28,11 +30,11 @@ pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
 /// Answers `validate`: decode, run the core, encode. Never fails: a malformed payload is a
 /// rejection whose message names what is wrong.
 pub fn validate(payload: &[u8], cluster: &dyn Cluster) -> Vec<u8> {
-    let outcome = match decode(payload) {
+    let (outcome, held) = match decode(payload) {
         Ok((request, settings)) => evaluate(request, &settings, cluster),
-        Err(message) => Outcome::rejected(message),
+        Err(message) => (Outcome::rejected(message), None),
     };
-    encode(outcome)
+    encode(outcome, held.as_ref())
 }
 
 /// `serde_json::from_slice` with the bytes checked as UTF-8 once, up front: reading from a
@@ -62,8 +64,8 @@ fn decode(payload: &[u8]) -> Result<(RequestFields, Settings), String> {
 }
 
 /// Decides on the borrowed object, then applies the additions to the request's own object
-/// (moved out of the request, never cloned).
-fn evaluate(request: RequestFields, settings: &Settings, cluster: &dyn Cluster) -> Outcome {
+/// (moved out of the request, never cloned), an injection's proxy container held out of it.
+fn evaluate(request: RequestFields, settings: &Settings, cluster: &dyn Cluster) -> (Outcome, Option<Held>) {
     let object = request.object;
     let req = Request {
         kind: request.kind.get("kind").and_then(Value::as_str).unwrap_or(""),
@@ -72,29 +74,92 @@ fn evaluate(request: RequestFields, settings: &Settings, cluster: &dyn Cluster) 
         object: &object,
     };
     if req.operation == "CREATE" && !object.is_object() && matches!(req.kind, "Pod" | "Service") {
-        return Outcome::rejected(format!(
-            "request.object: a {} CREATE must carry the object",
-            req.kind
-        ));
+        let message = format!("request.object: a {} CREATE must carry the object", req.kind);
+        return (Outcome::rejected(message), None);
     }
     let admission = admit::admit_edit(&req, settings, cluster);
-    admission.finish(object)
+    admission.finish_holding(object)
 }
 
-pub fn encode(outcome: Outcome) -> Vec<u8> {
+/// The SDK's `ValidationResponse`, field for field, with the mutated object written in place
+/// (an injection's proxy container spliced into it) rather than built as one tree.
+#[derive(serde::Serialize)]
+struct Answer<'a> {
+    accepted: bool,
+    message: Option<String>,
+    code: Option<u16>,
+    mutated_object: Option<Mutated<'a>>,
+    audit_annotations: Option<&'a BTreeMap<String, String>>,
+    warnings: Option<&'a [String]>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Mutated<'a> {
+    Whole(&'a Value),
+    Spliced(Spliced<'a>),
+}
+
+/// Encodes an outcome; `held` is the proxy container an injection held out of its mutated object.
+fn encode(outcome: Outcome, held: Option<&Held>) -> Vec<u8> {
+    let mutated = match (&outcome.mutated, held) {
+        (Some(object), Some(held)) => Some(Spliced { object, held }),
+        _ => None,
+    };
+    if mutated.as_ref().is_some_and(|s| !s.has_place()) {
+        let message = "internal error: the proxy container has no place in the mutated object";
+        return encode(Outcome::rejected(message), None);
+    }
     let (accepted, message) = match outcome.verdict {
         Verdict::Rejected(m) => (false, Some(m)),
         _ => (true, None),
     };
-    let response = ValidationResponse {
+    let answer = Answer {
         accepted,
-        code: None,
         message,
-        mutated_object: outcome.mutated,
-        // the SDK's map is a HashMap: the engine, not the guest, gives the answer its order
-        audit_annotations: (!outcome.audit_annotations.is_empty())
-            .then(|| outcome.audit_annotations.into_iter().collect()),
-        warnings: (!outcome.warnings.is_empty()).then_some(outcome.warnings),
+        code: None,
+        mutated_object: match mutated {
+            Some(spliced) => Some(Mutated::Spliced(spliced)),
+            None => outcome.mutated.as_ref().map(Mutated::Whole),
+        },
+        audit_annotations: (!outcome.audit_annotations.is_empty()).then_some(&outcome.audit_annotations),
+        warnings: (!outcome.warnings.is_empty()).then_some(&outcome.warnings[..]),
     };
-    serde_json::to_vec(&response).unwrap_or_default()
+    serde_json::to_vec(&answer).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The answer is the SDK's `ValidationResponse`, byte for byte (one audit annotation: the
+    /// SDK's map is a HashMap, whose order is its own).
+    #[test]
+    fn answers_as_the_sdk_writes_them() {
+        let mut rejected = Outcome::rejected("no");
+        rejected.warnings.push("w".into());
+        rejected.audit_annotations.insert("k".into(), "v".into());
+        let sdk = ValidationResponse {
+            accepted: false,
+            message: Some("no".into()),
+            code: None,
+            mutated_object: None,
+            audit_annotations: Some([("k".to_string(), "v".to_string())].into()),
+            warnings: Some(vec!["w".into()]),
+        };
+        assert_eq!(encode(rejected, None), serde_json::to_vec(&sdk).unwrap());
+
+        let mut mutated = Outcome::unchanged(Verdict::NotApplicable);
+        mutated.mutated = Some(json!({"kind": "Service", "metadata": {"annotations": {"a": "b"}}}));
+        let sdk = ValidationResponse {
+            accepted: true,
+            message: None,
+            code: None,
+            mutated_object: mutated.mutated.clone(),
+            audit_annotations: None,
+            warnings: None,
+        };
+        assert_eq!(encode(mutated, None), serde_json::to_vec(&sdk).unwrap());
+    }
 }
