@@ -148,9 +148,12 @@ fn partial_blocks_keep_the_other_defaults_like_helm() {
         (10, 3)
     );
     assert_eq!(s.debug_container.image.name, "cr.l5d.io/linkerd/debug");
-    assert_eq!(s.network_validator.security_context["runAsUser"], json!(1000));
     assert_eq!(
-        s.network_validator.security_context["capabilities"],
+        s.network_validator.security_context.get()["runAsUser"],
+        json!(1000)
+    );
+    assert_eq!(
+        s.network_validator.security_context.get()["capabilities"],
         json!({"drop": ["ALL"]})
     );
     // Lists replace, as in Helm.

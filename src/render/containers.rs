@@ -359,7 +359,7 @@ pub fn network_validator(cx: &Context<'_>) -> Value {
         "image": cx.proxy_image(),
         "imagePullPolicy": cx.pull_policy(),
         "name": "linkerd-network-validator",
-        "securityContext": nv.security_context,
+        "securityContext": nv.security_context.get(),
     });
     set_resources(&mut c, cx);
     c

@@ -234,8 +234,8 @@ pub fn proxy_env(cx: &Context<'_>) -> Vec<EnvVar> {
     if p.tracing.enabled {
         tracing_env(cx, &mut env);
     }
-    nested_params("LINKERD2_PROXY_INBOUND", &p.inbound, &mut env);
-    nested_params("LINKERD2_PROXY_OUTBOUND", &p.outbound, &mut env);
+    nested_params("LINKERD2_PROXY_INBOUND", &p.inbound.get(), &mut env);
+    nested_params("LINKERD2_PROXY_OUTBOUND", &p.outbound.get(), &mut env);
     if !p.opaque_ports.is_empty() {
         env.push(var(
             "LINKERD2_PROXY_INBOUND_PORTS_DISABLE_PROTOCOL_DETECTION",

@@ -5,6 +5,7 @@
 //! (`known_keys`), while keys Linkerd has but the injector ignores are accepted, so a whole values
 //! document can be pasted. The cluster's `linkerd-config` values are not typo-checked.
 
+mod block;
 mod known_keys;
 mod policy;
 mod scalar;
@@ -12,6 +13,7 @@ mod validate;
 pub use validate::{INBOUND_POLICIES, opaque_ports_are_valid};
 mod values;
 
+pub use block::{Block, ChartDefault};
 pub use policy::{
     ConfigMapLookup, LookupFailure, Mode, OwnerResolution, PolicyOptions, TrustAnchorsSource, ValuesFailure,
     ValuesSource, VersionOutsideWindow,

@@ -150,10 +150,10 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     v.object("proxy.securityContext", &p.security_context);
     v.object(
         "networkValidator.securityContext",
-        &s.network_validator.security_context,
+        &s.network_validator.security_context.get(),
     );
-    v.object("proxy.inbound", &p.inbound);
-    v.object("proxy.outbound", &p.outbound);
+    v.object("proxy.inbound", &p.inbound.get());
+    v.object("proxy.outbound", &p.outbound.get());
     v.opaque_ports("proxy.opaquePorts", &p.opaque_ports);
     v.port_list(
         "proxy.requireIdentityOnInboundPorts",

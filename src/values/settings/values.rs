@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+use super::block::{Block, ChartDefault};
 use super::policy::PolicyOptions;
 
 /// A setting's text: the chart's defaults are borrowed, so building the defaults on every
@@ -354,8 +355,8 @@ pub struct Proxy {
     pub control: Control,
     pub metrics: Metrics,
     pub tracing: Tracing,
-    pub inbound: Value,
-    pub outbound: Value,
+    pub inbound: Block<Http2KeepAlive>,
+    pub outbound: Block<Http2KeepAlive>,
     pub additional_env: Vec<Value>,
     pub experimental_env: Vec<Value>,
 }
@@ -374,6 +375,14 @@ pub(super) fn liveness_probe() -> Probe {
 
 pub(super) fn readiness_probe() -> Probe {
     Probe::new(2, 1)
+}
+
+/// The chart's `proxy.inbound` and `proxy.outbound`.
+pub struct Http2KeepAlive;
+impl ChartDefault for Http2KeepAlive {
+    fn value() -> Value {
+        http2_keepalive()
+    }
 }
 
 pub(super) fn http2_keepalive() -> Value {
@@ -419,8 +428,8 @@ impl Default for Proxy {
             control: Control::default(),
             metrics: Metrics::default(),
             tracing: Tracing::default(),
-            inbound: http2_keepalive(),
-            outbound: http2_keepalive(),
+            inbound: Block::default(),
+            outbound: Block::default(),
             additional_env: Vec::new(),
             experimental_env: Vec::new(),
         }
@@ -489,7 +498,7 @@ pub struct NetworkValidator {
     pub connect_addr: Text,
     pub listen_addr: Text,
     pub timeout: Text,
-    pub security_context: Value,
+    pub security_context: Block<NetworkValidatorSecurityContext>,
 }
 
 impl Default for NetworkValidator {
@@ -500,8 +509,16 @@ impl Default for NetworkValidator {
             connect_addr: Text::Borrowed(""),
             listen_addr: Text::Borrowed(""),
             timeout: "10s".into(),
-            security_context: network_validator_security_context(),
+            security_context: Block::default(),
         }
+    }
+}
+
+/// The chart's `networkValidator.securityContext`.
+pub struct NetworkValidatorSecurityContext;
+impl ChartDefault for NetworkValidatorSecurityContext {
+    fn value() -> Value {
+        network_validator_security_context()
     }
 }
 
