@@ -3,42 +3,141 @@
 
 use super::{Context, env};
 use crate::admission::pod;
-use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
-/// The `linkerd-proxy` container: its typed `env` and the rest of it as JSON. Written as one
-/// object whose first key is `env`, which is where a JSON map puts it too (first in sorted order,
-/// and first inserted).
-#[derive(Debug, Clone, PartialEq)]
+/// The `linkerd-proxy` container, typed: written straight into the answer by the shell. Its
+/// fields are in the order of their JSON names, which is the order a JSON map writes them in,
+/// so the answer's bytes are those of the container built as a map.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProxyContainer {
     pub env: Vec<env::EnvVar>,
-    /// Every other key (never `env`).
-    pub rest: Map<String, Value>,
+    image: String,
+    image_pull_policy: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lifecycle: Option<Lifecycle>,
+    liveness_probe: Probe,
+    name: &'static str,
+    ports: [Port; 2],
+    readiness_probe: Probe,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resources: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    restart_policy: Option<&'static str>,
+    security_context: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    startup_probe: Option<Probe>,
+    termination_message_policy: &'static str,
+    volume_mounts: Vec<Mount>,
 }
 
 impl ProxyContainer {
     /// The container as a JSON value, the same as its serialisation.
     pub fn into_value(self) -> Value {
-        let env = self
-            .env
-            .iter()
-            .map(|e| serde_json::to_value(e).unwrap_or(Value::Null));
-        let mut c = Map::with_capacity(self.rest.len() + 1);
-        c.insert("env".into(), Value::Array(env.collect()));
-        c.extend(self.rest);
-        Value::Object(c)
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// A container with every field at its zero, for the shell's tests of where it is written.
+    #[cfg(test)]
+    pub(crate) fn blank() -> Self {
+        let probe = Probe {
+            failure_threshold: None,
+            http_get: HttpGet { path: "/", port: 0 },
+            initial_delay_seconds: 0,
+            period_seconds: None,
+            timeout_seconds: None,
+        };
+        let port = |name| Port {
+            container_port: 0,
+            name,
+        };
+        Self {
+            env: Vec::new(),
+            image: String::new(),
+            image_pull_policy: String::new(),
+            lifecycle: None,
+            liveness_probe: probe.clone(),
+            name: "linkerd-proxy",
+            ports: [port("a"), port("b")],
+            readiness_probe: probe,
+            resources: None,
+            restart_policy: None,
+            security_context: Value::Null,
+            startup_probe: None,
+            termination_message_policy: "",
+            volume_mounts: Vec::new(),
+        }
     }
 }
 
-impl Serialize for ProxyContainer {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut m = serializer.serialize_map(Some(self.rest.len() + 1))?;
-        m.serialize_entry("env", &self.env)?;
-        for (k, v) in &self.rest {
-            m.serialize_entry(k, v)?;
+/// An HTTP probe of the proxy's admin port.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Probe {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure_threshold: Option<i64>,
+    http_get: HttpGet,
+    initial_delay_seconds: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    period_seconds: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timeout_seconds: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct HttpGet {
+    path: &'static str,
+    port: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Port {
+    container_port: i64,
+    name: &'static str,
+}
+
+/// `postStart` (proxy-await) and `preStop` (wait before exit) hooks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Lifecycle {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    post_start: Option<Exec>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pre_stop: Option<Exec>,
+}
+
+/// `{"exec": {"command": [...]}}`
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct Exec {
+    exec: Command,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct Command {
+    command: Vec<Cow<'static, str>>,
+}
+
+impl Exec {
+    fn new(command: Vec<Cow<'static, str>>) -> Self {
+        Self {
+            exec: Command { command },
         }
-        m.end()
     }
+}
+
+/// A volume mount: one of Linkerd's, or the pod's service-account token mount as copied.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+enum Mount {
+    #[serde(rename_all = "camelCase")]
+    Linkerd {
+        mount_path: &'static str,
+        name: &'static str,
+    },
+    Copied(Value),
 }
 
 const RUNTIME_DEFAULT: &str = "RuntimeDefault";
@@ -103,106 +202,86 @@ fn insert_resources(container: &mut Map<String, Value>, cx: &Context<'_>) {
     }
 }
 
-fn http_probe(path: &str, port: i64) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("httpGet".into(), json!({"path": path, "port": port}));
-    m
-}
-
 pub fn proxy_container(cx: &Context<'_>) -> ProxyContainer {
     let v = &cx.config.values;
     let p = &v.proxy;
     let admin = p.ports.admin;
     let native = p.native_sidecar;
-
-    let mut liveness = http_probe("/live", admin);
-    liveness.insert(
-        "initialDelaySeconds".into(),
-        json!(p.liveness_probe.initial_delay_seconds),
-    );
-    liveness.insert("timeoutSeconds".into(), json!(p.liveness_probe.timeout_seconds));
-    let mut readiness = http_probe("/ready", admin);
-    readiness.insert(
-        "initialDelaySeconds".into(),
-        json!(p.readiness_probe.initial_delay_seconds),
-    );
-    readiness.insert("timeoutSeconds".into(), json!(p.readiness_probe.timeout_seconds));
-    for (probe, src) in [
-        (&mut liveness, &p.liveness_probe),
-        (&mut readiness, &p.readiness_probe),
-    ] {
-        if let Some(n) = src.period_seconds {
-            probe.insert("periodSeconds".into(), json!(n));
-        }
-        if let Some(n) = src.failure_threshold {
-            probe.insert("failureThreshold".into(), json!(n));
-        }
-    }
-
-    let mut mounts = vec![
-        json!({"mountPath": "/var/run/linkerd/identity/end-entity", "name": "linkerd-identity-end-entity"}),
-    ];
+    let probe = |path, src: &crate::values::settings::Probe| Probe {
+        failure_threshold: src.failure_threshold,
+        http_get: HttpGet { path, port: admin },
+        initial_delay_seconds: src.initial_delay_seconds,
+        period_seconds: src.period_seconds,
+        timeout_seconds: Some(src.timeout_seconds),
+    };
+    let mount = |mount_path, name| Mount::Linkerd { mount_path, name };
+    let mut mounts = vec![mount(
+        "/var/run/linkerd/identity/end-entity",
+        "linkerd-identity-end-entity",
+    )];
     if p.tracing.enabled {
-        mounts.push(json!({"mountPath": "/var/run/linkerd/podinfo", "name": "linkerd-podinfo"}));
+        mounts.push(mount("/var/run/linkerd/podinfo", "linkerd-podinfo"));
     }
     if v.identity.service_account_token_projection {
-        mounts.push(json!({"mountPath": "/var/run/secrets/tokens", "name": "linkerd-identity-token"}));
+        mounts.push(mount("/var/run/secrets/tokens", "linkerd-identity-token"));
     }
-    mounts.extend(sa_mount_copy(cx.spec));
-
-    let mut rest = super::map([
-        ("image", Value::String(cx.proxy_image())),
-        ("imagePullPolicy", Value::String(cx.pull_policy().to_owned())),
-        ("livenessProbe", Value::Object(liveness)),
-        ("name", Value::String("linkerd-proxy".into())),
-        (
-            "ports",
-            json!([
-                {"containerPort": p.ports.inbound, "name": "linkerd-proxy"},
-                {"containerPort": admin, "name": "linkerd-admin"}
-            ]),
-        ),
-        ("readinessProbe", Value::Object(readiness)),
-        ("securityContext", proxy_security_context(cx)),
-        (
-            "terminationMessagePolicy",
-            Value::String("FallbackToLogsOnError".into()),
-        ),
-        ("volumeMounts", Value::Array(mounts)),
-    ]);
-    insert_resources(&mut rest, cx);
-    let obj = &mut rest;
-    if native {
-        obj.insert("restartPolicy".into(), json!("Always"));
-        if p.r#await {
-            let s = &p.startup_probe;
-            let mut startup = http_probe("/ready", admin);
-            startup.insert("initialDelaySeconds".into(), json!(s.initial_delay_seconds));
-            startup.insert("periodSeconds".into(), json!(s.period_seconds));
-            startup.insert("failureThreshold".into(), json!(s.failure_threshold));
-            obj.insert("startupProbe".into(), Value::Object(startup));
-        }
+    mounts.extend(sa_mount_copy(cx.spec).map(Mount::Copied));
+    let (restart_policy, startup_probe, lifecycle) = if native {
+        let s = &p.startup_probe;
+        let startup = p.r#await.then_some(Probe {
+            failure_threshold: Some(s.failure_threshold),
+            http_get: HttpGet {
+                path: "/ready",
+                port: admin,
+            },
+            initial_delay_seconds: s.initial_delay_seconds,
+            period_seconds: Some(s.period_seconds),
+            timeout_seconds: None,
+        });
+        (Some("Always"), startup, None)
     } else {
-        let mut lifecycle = Map::new();
-        if p.r#await {
-            lifecycle.insert(
-                "postStart".into(),
-                json!({"exec": {"command": ["/usr/lib/linkerd/linkerd-await", "--timeout=2m", format!("--port={admin}")]}}),
-            );
-        }
-        if p.wait_before_exit_seconds > 0 {
-            lifecycle.insert(
-                "preStop".into(),
-                json!({"exec": {"command": ["/bin/sleep", p.wait_before_exit_seconds.to_string()]}}),
-            );
-        }
-        if !lifecycle.is_empty() {
-            obj.insert("lifecycle".into(), Value::Object(lifecycle));
-        }
-    }
+        let lifecycle = Lifecycle {
+            post_start: p.r#await.then(|| {
+                Exec::new(vec![
+                    "/usr/lib/linkerd/linkerd-await".into(),
+                    "--timeout=2m".into(),
+                    format!("--port={admin}").into(),
+                ])
+            }),
+            pre_stop: (p.wait_before_exit_seconds > 0).then(|| {
+                Exec::new(vec![
+                    "/bin/sleep".into(),
+                    p.wait_before_exit_seconds.to_string().into(),
+                ])
+            }),
+        };
+        let any = lifecycle.post_start.is_some() || lifecycle.pre_stop.is_some();
+        (None, None, any.then_some(lifecycle))
+    };
     ProxyContainer {
         env: env::proxy_env(cx),
-        rest,
+        image: cx.proxy_image(),
+        image_pull_policy: cx.pull_policy().to_owned(),
+        lifecycle,
+        liveness_probe: probe("/live", &p.liveness_probe),
+        name: "linkerd-proxy",
+        ports: [
+            Port {
+                container_port: p.ports.inbound,
+                name: "linkerd-proxy",
+            },
+            Port {
+                container_port: admin,
+                name: "linkerd-admin",
+            },
+        ],
+        readiness_probe: probe("/ready", &p.readiness_probe),
+        resources: resources(cx),
+        restart_policy,
+        security_context: proxy_security_context(cx),
+        startup_probe,
+        termination_message_policy: "FallbackToLogsOnError",
+        volume_mounts: mounts,
     }
 }
 

@@ -83,12 +83,10 @@ mod tests {
     use serde_json::json;
 
     fn held(path: &[&'static str], index: usize) -> Held {
-        let mut rest = serde_json::Map::new();
-        rest.insert("name".into(), json!("linkerd-proxy"));
         Held {
             path: path.to_vec(),
             index,
-            proxy: ProxyContainer { env: vec![], rest },
+            proxy: ProxyContainer::blank(),
         }
     }
 
