@@ -191,14 +191,8 @@ fn sa_mount_copy(spec: &Value) -> Option<Value> {
 }
 
 fn set_resources(container: &mut Value, cx: &Context<'_>) {
-    if let Some(obj) = container.as_object_mut() {
-        insert_resources(obj, cx);
-    }
-}
-
-fn insert_resources(container: &mut Map<String, Value>, cx: &Context<'_>) {
-    if let Some(res) = resources(cx) {
-        container.insert("resources".into(), res);
+    if let (Some(res), Some(obj)) = (resources(cx), container.as_object_mut()) {
+        obj.insert("resources".into(), res);
     }
 }
 

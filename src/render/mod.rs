@@ -1,5 +1,5 @@
 //! What injection adds to a pod: containers, init containers and volumes, as JSON values, but
-//! for the proxy's environment, which is typed ([`env::EnvVar`]) and written by the shell in place.
+//! for the proxy container, which is typed ([`ProxyContainer`]) and written by the shell in place.
 
 pub mod config;
 mod containers;
@@ -82,14 +82,9 @@ impl<'a> Context<'a> {
 /// An object from owned entries, in the given order; values are moved, never re-serialised
 /// (`json!` runs `to_value` on every interpolated expression: a deep copy of each `Value`).
 pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(map(entries))
-}
-
-/// [`object`]'s map.
-pub(crate) fn map<const N: usize>(entries: [(&str, Value); N]) -> serde_json::Map<String, Value> {
     let mut m = serde_json::Map::with_capacity(N);
     for (k, v) in entries {
         m.insert(k.to_owned(), v);
     }
-    m
+    Value::Object(m)
 }
