@@ -212,8 +212,14 @@ fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesErr
     }
 }
 
-/// Parses the values and layers them under the settings; all or nothing.
+/// Parses the values and layers them under the settings; all or nothing. The reader's tree is
+/// decoded straight into the settings; a document outside the reader's subset, or a decode left
+/// to the reference path, takes `serde_json` values and [`Settings::over_values`].
 fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, ValuesError> {
+    let read = crate::values::helm_yaml::read_keeping(text, &Settings::reads_from_values);
+    if let Some(decoded) = read.and_then(|values| settings.over_node(&values)) {
+        return decoded.map_err(|source| ValuesError::Invalid { at, source });
+    }
     let values: Value = crate::values::helm_yaml::from_str_keeping(text, Settings::reads_from_values)
         .map_err(|e| ValuesError::NotYaml {
             at: at.clone(),

@@ -11,10 +11,12 @@
 //! For one key two levels down (`proxy.opaquePorts`, all an object outside the mesh needs),
 //! [`skim_along`] reads only the lines that can hold it.
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 use std::borrow::Cow;
 
+mod node;
 mod skim;
+pub use node::Node;
 pub use skim::skim_along;
 
 /// Parses a YAML document into JSON values, exactly as `serde_yaml_ng::from_str` does.
@@ -43,6 +45,12 @@ pub fn fast(text: &str) -> Option<Value> {
 
 /// The subset reader, building only the top-level keys `keep` accepts.
 pub fn fast_keeping(text: &str, keep: &dyn Fn(&str) -> bool) -> Option<Value> {
+    read_keeping(text, keep).map(Node::into_value)
+}
+
+/// [`fast_keeping`] as the reader's own tree, borrowing from `text`: what the settings decode
+/// reads the control plane's values from.
+pub fn read_keeping<'a>(text: &'a str, keep: &dyn Fn(&str) -> bool) -> Option<Node<'a>> {
     read_top_level(Reader::new(text)?, keep)
 }
 
@@ -53,11 +61,11 @@ pub fn fast_along<'a>(text: &'a str, path: &'a [&'a str]) -> Option<Value> {
     let mut reader = Reader::new(text)?;
     reader.path = Some(path);
     // `entry` builds only the keys along the path, the top-level one included
-    read_top_level(reader, &|_| true)
+    read_top_level(reader, &|_| true).map(Node::into_value)
 }
 
-fn read_top_level(mut reader: Reader<'_>, keep: &dyn Fn(&str) -> bool) -> Option<Value> {
-    let mut map = Map::new();
+fn read_top_level<'a>(mut reader: Reader<'a>, keep: &dyn Fn(&str) -> bool) -> Option<Node<'a>> {
+    let mut map = Vec::new();
     reader.peek()?;
     while let Some((indent, line)) = reader.peek() {
         if indent != 0 || is_dash(line) {
@@ -68,7 +76,7 @@ fn read_top_level(mut reader: Reader<'_>, keep: &dyn Fn(&str) -> bool) -> Option
         reader.build = keep(key);
         reader.entry(0, key, rest, &mut map)?;
     }
-    Some(Value::Object(map))
+    Some(Node::Map(map))
 }
 
 struct Reader<'a> {
@@ -165,7 +173,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A block mapping whose keys sit at column `indent`; `map` holds entries already read.
-    fn mapping(&mut self, indent: usize, mut map: Map<String, Value>) -> Option<Value> {
+    fn mapping(&mut self, indent: usize, mut map: Vec<(&'a str, Node<'a>)>) -> Option<Node<'a>> {
         while let Some((at, line)) = self.peek() {
             if at < indent {
                 break;
@@ -177,11 +185,17 @@ impl<'a> Reader<'a> {
             let (key, rest) = split_key(line)?;
             self.entry(indent, key, rest, &mut map)?;
         }
-        Some(Value::Object(map))
+        Some(Node::Map(map))
     }
 
     /// One `key: value` line, split by [`split_key`] (and the block under it).
-    fn entry(&mut self, indent: usize, key: &str, rest: &'a str, map: &mut Map<String, Value>) -> Option<()> {
+    fn entry(
+        &mut self,
+        indent: usize,
+        key: &'a str,
+        rest: &'a str,
+        map: &mut Vec<(&'a str, Node<'a>)>,
+    ) -> Option<()> {
         let outer = self.build;
         if let Some(path) = self.path {
             self.build = outer && path.get(self.depth).is_none_or(|k| *k == key);
@@ -200,28 +214,27 @@ impl<'a> Reader<'a> {
         if !built {
             return Some(());
         }
-        match map.entry(key) {
-            serde_json::map::Entry::Vacant(slot) => {
-                slot.insert(value);
-                Some(())
-            }
-            serde_json::map::Entry::Occupied(_) => None,
+        // libyaml refuses a repeated key
+        if map.iter().any(|(k, _)| *k == key) {
+            return None;
         }
+        map.push((key, value));
+        Some(())
     }
 
     /// The node under `key:` or `-` with nothing after it: a deeper block, a sequence at the
     /// key's own column (`toYaml` writes lists that way), or null.
-    fn nested(&mut self, indent: usize, compact_sequence: bool) -> Option<Value> {
+    fn nested(&mut self, indent: usize, compact_sequence: bool) -> Option<Node<'a>> {
         match self.peek() {
             Some((at, line)) if at > indent && is_dash(line) => self.sequence(at),
-            Some((at, _)) if at > indent => self.mapping(at, Map::new()),
+            Some((at, _)) if at > indent => self.mapping(at, Vec::new()),
             Some((at, line)) if at == indent && compact_sequence && is_dash(line) => self.sequence(at),
-            _ => Some(Value::Null),
+            _ => Some(Node::Null),
         }
     }
 
     /// A block sequence whose dashes sit at column `indent`.
-    fn sequence(&mut self, indent: usize) -> Option<Value> {
+    fn sequence(&mut self, indent: usize) -> Option<Node<'a>> {
         let mut items = Vec::new();
         while let Some((at, line)) = self.peek() {
             if at < indent || (at == indent && !is_dash(line)) {
@@ -237,11 +250,11 @@ impl<'a> Reader<'a> {
                 items.push(item);
             }
         }
-        Some(Value::Array(items))
+        Some(Node::Seq(items))
     }
 
     /// One sequence item: a scalar, a mapping starting on the dash's line, or a deeper block.
-    fn item(&mut self, indent: usize, column: usize, body: &'a str) -> Option<Value> {
+    fn item(&mut self, indent: usize, column: usize, body: &'a str) -> Option<Node<'a>> {
         if body.is_empty() || body.starts_with('#') {
             return self.nested(indent, false);
         }
@@ -249,23 +262,23 @@ impl<'a> Reader<'a> {
             return None;
         }
         if let Some((key, rest)) = split_key(body) {
-            let mut map = Map::new();
+            let mut map = Vec::new();
             self.entry(column, key, rest, &mut map)?;
             return self.mapping(column, map);
         }
         Some(self.value(scalar(body)?))
     }
 
-    fn value(&self, scalar: Scalar<'_>) -> Value {
+    fn value(&self, scalar: Scalar<'a>) -> Node<'a> {
         if self.build {
-            scalar.into_value()
+            scalar.into_node()
         } else {
-            Value::Null
+            Node::Null
         }
     }
 
     /// A `|` (clip) or `|-` (strip) block under a key at column `indent`.
-    fn literal(&mut self, indent: usize, clip: bool) -> Option<Value> {
+    fn literal(&mut self, indent: usize, clip: bool) -> Option<Node<'a>> {
         let first = self.lines.get(self.pos)?;
         let body = first.trim_start_matches(' ');
         let content_indent = first.len() - body.len();
@@ -299,7 +312,7 @@ impl<'a> Reader<'a> {
         if clip {
             text.push('\n');
         }
-        Some(Value::String(text))
+        Some(Node::Str(text.into()))
     }
 }
 
@@ -457,15 +470,15 @@ enum Scalar<'a> {
     EmptySequence,
 }
 
-impl Scalar<'_> {
-    fn into_value(self) -> Value {
+impl<'a> Scalar<'a> {
+    fn into_node(self) -> Node<'a> {
         match self {
-            Scalar::Null => Value::Null,
-            Scalar::Bool(b) => Value::Bool(b),
-            Scalar::Number(n) => Value::Number(n),
-            Scalar::Str(s) => Value::String(s.into_owned()),
-            Scalar::EmptyMapping => Value::Object(Map::new()),
-            Scalar::EmptySequence => Value::Array(Vec::new()),
+            Scalar::Null => Node::Null,
+            Scalar::Bool(b) => Node::Bool(b),
+            Scalar::Number(n) => Node::Number(n),
+            Scalar::Str(s) => Node::Str(s),
+            Scalar::EmptyMapping => Node::Map(Vec::new()),
+            Scalar::EmptySequence => Node::Seq(Vec::new()),
         }
     }
 }

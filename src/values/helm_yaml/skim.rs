@@ -269,7 +269,7 @@ impl Skim<'_> {
         let node = if rest.is_empty() {
             None
         } else {
-            Some(scalar(rest)?.into_value())
+            Some(scalar(rest)?.into_node().into_value())
         };
         self.value = Found::Pending(node);
         Some(())

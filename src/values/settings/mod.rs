@@ -7,6 +7,7 @@
 
 mod block;
 mod known_keys;
+mod layered;
 mod policy;
 mod scalar;
 mod validate;
@@ -20,6 +21,8 @@ pub use policy::{
 };
 pub use values::*;
 
+use crate::values::helm_yaml::Node;
+use layered::{Layer, Layered};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -105,6 +108,36 @@ impl Settings {
         settings.policy = self.policy.clone();
         settings.overrides = self.overrides.clone();
         Ok(settings)
+    }
+
+    /// [`Settings::over_values`] for values the Helm YAML reader read (with
+    /// [`Settings::reads_from_values`]), decoded straight from the reader's tree with the
+    /// settings document layered over it key by key ([`layered`]). `None` when the decode is
+    /// left to `over_values` (which also names the key of any error); where this answers, it
+    /// answers as `over_values` does.
+    pub fn over_node(&self, values: &Node<'_>) -> Option<Result<Self, SettingsError>> {
+        if Settings::NOT_FROM_VALUES
+            .iter()
+            .any(|key| values.get(key).is_some())
+        {
+            return None;
+        }
+        let mut layers = vec![Layer::Yaml(values)];
+        if self.overrides.is_object() {
+            layers.push(Layer::Json(&self.overrides));
+        }
+        let partials: Vec<_> = PARTIAL_DEFAULTS
+            .iter()
+            .filter(|(path, _)| layers.iter().any(|l| l.at(path).is_some()))
+            .map(|(path, default)| (*path, default()))
+            .collect();
+        let root = Layered::root(&layers, &partials).ok()?;
+        let mut settings = Settings::deserialize(root).ok()?;
+        let native_sidecar_set = layers.iter().any(|l| l.at(&["proxy", "nativeSidecar"]).is_some());
+        // The policy block is this policy's alone, never the cluster's (as in `over_values`).
+        settings.policy = self.policy.clone();
+        settings.overrides = self.overrides.clone();
+        Some(finish(settings, native_sidecar_set))
     }
 
     /// The trust domain of mesh identities.
@@ -211,9 +244,15 @@ fn decode_layers<const N: usize>(layers: [Value; N]) -> Result<Settings, Setting
     }
     // The completed blocks hold what the defaults document would: the reference path over
     // `merged` gives the same settings, and names the key of an error.
-    let Ok(mut settings) = Settings::deserialize(&merged) else {
+    let Ok(settings) = Settings::deserialize(&merged) else {
         return decode_over_defaults([merged]);
     };
+    finish(settings, native_sidecar_set)
+}
+
+/// Decoded settings completed and validated: `proxy.nativeSidecar` defaults by the Linkerd
+/// version rendered unless a layer set it.
+fn finish(mut settings: Settings, native_sidecar_set: bool) -> Result<Settings, SettingsError> {
     if !native_sidecar_set {
         settings.proxy.native_sidecar =
             policy::native_sidecar_default(&settings.linkerd_version, settings.policy.render_version);
@@ -423,6 +462,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The decode straight from the Helm reader's tree ([`Settings::over_node`]) answers as
+    /// `over_values` wherever it answers: each key of the defaults set alone as the values
+    /// (read from YAML) under other settings, and as the settings over other values. It answers
+    /// for every pair `over_values` accepts, and leaves only errors to it.
+    #[test]
+    fn over_node_as_over_values() {
+        use serde_json::json;
+        let mut layers = Vec::new();
+        every_key(
+            &serde_json::to_value(Settings::default()).unwrap(),
+            &mut Vec::new(),
+            &mut layers,
+        );
+        layers.extend([
+            json!({"proxy": {"image": {"version": "v1"}, "tracing": {"labels": {"a": "b"}}}}),
+            json!({"networkValidator": {"securityContext": {"runAsUser": 1}}, "proxy": {"inbound": {"x": 1}}}),
+            json!({"proxy": {"inbound": 5}, "debugContainer": {"image": {"name": "d"}}}),
+            json!({"proxy": {"image": [1]}, "proxyInit": {"xtMountPath": "x"}}),
+            json!({"proxy": {"runtime": {"workers": {"minimum": 2}}, "logLevel": null}}),
+            json!({"proxy": {"nativeSidecar": true, "additionalEnv": [{"name": "A", "value": null}]}}),
+            json!({"proxy": {"ports": {"admin": 0}}}),
+            json!({"linkerdVersion": "edge-26.1.1", "cniEnabled": "yes"}),
+        ]);
+        let others = [
+            json!({"proxy": {"logLevel": "debug", "image": {"name": "p"}}, "linkerdVersion": "edge-26.5.1"}),
+            json!({"proxy": {"image": "flat", "runtime": {"workers": {"maximum": 3}}}}),
+            json!({"policy": {"renderVersion": "edge-26.1.1"}, "networkValidator": {"securityContext": {"a": 1}}}),
+            json!({}),
+        ];
+        let (mut answered, mut left) = (0, 0);
+        for mut layer in layers {
+            strip_nulls(&mut layer);
+            for other in &others {
+                for (values, settings) in [(&layer, other), (other, &layer)] {
+                    let Ok(settings) = Settings::from_value(settings.clone()) else {
+                        continue;
+                    };
+                    let text = serde_yaml_ng::to_string(values).unwrap();
+                    let Some(node) =
+                        crate::values::helm_yaml::read_keeping(&text, &Settings::reads_from_values)
+                    else {
+                        continue;
+                    };
+                    let reference = settings.over_values(node.clone().into_value());
+                    match settings.over_node(&node) {
+                        Some(fast) => {
+                            assert_eq!(fast, reference, "values {values} settings {}", settings.overrides);
+                            answered += 1;
+                        }
+                        // left only where the reference path finds an error to name
+                        None => {
+                            assert!(
+                                reference.is_err(),
+                                "values {values} settings {}",
+                                settings.overrides
+                            );
+                            left += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(answered > 800 && left > 100, "answered {answered}, left {left}");
     }
 
     /// `from_value` returns the defaults for an empty document without validating them.
