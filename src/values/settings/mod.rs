@@ -84,7 +84,8 @@ impl Settings {
         if value.as_object().is_some_and(|m| m.is_empty()) {
             return Ok(Settings::default());
         }
-        let mut settings = decode_layers([value.clone()])?;
+        let decoded = decode_layered(&[Layer::Json(&value)]);
+        let mut settings = decoded.unwrap_or_else(|| decode_layers([value.clone()]))?;
         settings.overrides = value;
         Ok(settings)
     }
@@ -126,18 +127,13 @@ impl Settings {
         if self.overrides.is_object() {
             layers.push(Layer::Json(&self.overrides));
         }
-        let partials: Vec<_> = PARTIAL_DEFAULTS
-            .iter()
-            .filter(|(path, _)| layers.iter().any(|l| l.at(path).is_some()))
-            .map(|(path, default)| (*path, default()))
-            .collect();
-        let root = Layered::root(&layers, &partials).ok()?;
-        let mut settings = Settings::deserialize(root).ok()?;
-        let native_sidecar_set = layers.iter().any(|l| l.at(&["proxy", "nativeSidecar"]).is_some());
-        // The policy block is this policy's alone, never the cluster's (as in `over_values`).
-        settings.policy = self.policy.clone();
-        settings.overrides = self.overrides.clone();
-        Some(finish(settings, native_sidecar_set))
+        let decoded = decode_layered(&layers)?.map(|mut settings| {
+            // The policy block is this policy's alone, never the cluster's (as in `over_values`).
+            settings.policy = self.policy.clone();
+            settings.overrides = self.overrides.clone();
+            settings
+        });
+        Some(decoded)
     }
 
     /// The trust domain of mesh identities.
@@ -263,6 +259,20 @@ fn finish(mut settings: Settings, native_sidecar_set: bool) -> Result<Settings, 
     } else {
         Err(SettingsError(errors))
     }
+}
+
+/// [`decode_layers`] over layers read in place ([`layered`]), with the same answer where it
+/// answers; `None` leaves the decode to `decode_layers`, which names the key of an error.
+fn decode_layered(layers: &[Layer<'_>]) -> Option<Result<Settings, SettingsError>> {
+    let partials: Vec<_> = PARTIAL_DEFAULTS
+        .iter()
+        .filter(|(path, _)| layers.iter().any(|l| l.at(path).is_some()))
+        .map(|(path, default)| (*path, default()))
+        .collect();
+    let root = Layered::root(layers, &partials).ok()?;
+    let settings = Settings::deserialize(root).ok()?;
+    let native_sidecar_set = layers.iter().any(|l| l.at(&["proxy", "nativeSidecar"]).is_some());
+    Some(finish(settings, native_sidecar_set))
 }
 
 /// Blocks whose chart default is not their type's `Default` (a parent sets it), or that are
@@ -417,7 +427,7 @@ mod tests {
         }
         let other =
             json!({"proxy": {"logLevel": "debug", "image": {"name": "p"}}, "linkerdVersion": "edge-26.5.1"});
-        let mut checked = 0;
+        let (mut checked, mut in_place_answered) = (0, 0);
         for mut layer in layers {
             strip_nulls(&mut layer);
             let pairs = [[layer.clone(), other.clone()], [other.clone(), layer.clone()]];
@@ -426,6 +436,15 @@ mod tests {
                 decode_over_defaults([layer.clone()]),
                 "{layer}"
             );
+            // the settings document decoded in place: the same answer, or left to the merge
+            // only where it finds an error to name
+            match decode_layered(&[Layer::Json(&layer)]) {
+                Some(in_place) => {
+                    assert_eq!(in_place, decode_layers([layer.clone()]), "{layer}");
+                    in_place_answered += 1;
+                }
+                None => assert!(decode_layers([layer.clone()]).is_err(), "{layer}"),
+            }
             for pair in pairs {
                 assert_eq!(
                     decode_layers(pair.clone()),
@@ -435,7 +454,10 @@ mod tests {
             }
             checked += 1;
         }
-        assert!(checked > 150, "{checked}");
+        assert!(
+            checked > 150 && in_place_answered > 150,
+            "{checked} {in_place_answered}"
+        );
 
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         for tag in ["edge-26.5.1", "edge-26.8.3"] {
@@ -456,6 +478,11 @@ mod tests {
                         std::fs::read_to_string(root.join(format!("deploy/settings/{doc}.yaml"))).unwrap();
                     let mut settings: Value = serde_yaml_ng::from_str(&text).unwrap();
                     strip_nulls(&mut settings);
+                    assert_eq!(
+                        decode_layered(&[Layer::Json(&settings)]),
+                        Some(decode_layers([settings.clone()])),
+                        "{doc}"
+                    );
                     let pair = [values.clone(), settings];
                     let fast = decode_layers(pair.clone()).unwrap();
                     assert_eq!(fast, decode_over_defaults(pair).unwrap(), "{tag} {golden} {doc}");
