@@ -28,6 +28,11 @@ impl<D: ChartDefault> Block<D> {
             None => Cow::Owned(D::value()),
         }
     }
+
+    /// The block as the settings gave it; `None` when its chart default is in effect.
+    pub fn given(&self) -> Option<&Value> {
+        self.given.as_ref()
+    }
 }
 
 impl<D> Default for Block<D> {

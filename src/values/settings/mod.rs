@@ -287,14 +287,14 @@ const PARTIAL_DEFAULTS: &[PartialDefault] = &[
     (&["proxy", "readinessProbe"], || {
         to_value(values::readiness_probe())
     }),
-    (&["proxy", "inbound"], values::http2_keepalive),
-    (&["proxy", "outbound"], values::http2_keepalive),
+    (&["proxy", "inbound"], Http2KeepAlive::value),
+    (&["proxy", "outbound"], Http2KeepAlive::value),
     (&["proxy", "tracing", "labels"], || {
         to_value(Tracing::default().labels)
     }),
     (
         &["networkValidator", "securityContext"],
-        values::network_validator_security_context,
+        NetworkValidatorSecurityContext::value,
     ),
     (&["debugContainer", "image"], || {
         to_value(DebugContainer::default().image)

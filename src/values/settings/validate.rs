@@ -148,12 +148,13 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     v.at_least("proxy.gid", p.gid, -1);
     v.at_least("proxy.waitBeforeExitSeconds", p.wait_before_exit_seconds, 0);
     v.object("proxy.securityContext", &p.security_context);
-    v.object(
+    // a block not given is its chart default, an object (`defaults_pass_validation`)
+    v.given_object(
         "networkValidator.securityContext",
-        &s.network_validator.security_context.get(),
+        s.network_validator.security_context.given(),
     );
-    v.object("proxy.inbound", &p.inbound.get());
-    v.object("proxy.outbound", &p.outbound.get());
+    v.given_object("proxy.inbound", p.inbound.given());
+    v.given_object("proxy.outbound", p.outbound.given());
     v.opaque_ports("proxy.opaquePorts", &p.opaque_ports);
     v.port_list(
         "proxy.requireIdentityOnInboundPorts",
@@ -323,6 +324,12 @@ impl Checker {
     fn object(&mut self, path: &str, val: &Value) {
         if !val.is_object() {
             self.fail(path, "must be an object");
+        }
+    }
+
+    fn given_object(&mut self, path: &str, val: Option<&Value>) {
+        if let Some(val) = val {
+            self.object(path, val);
         }
     }
 

@@ -381,12 +381,8 @@ pub(super) fn readiness_probe() -> Probe {
 pub struct Http2KeepAlive;
 impl ChartDefault for Http2KeepAlive {
     fn value() -> Value {
-        http2_keepalive()
+        serde_json::json!({"server": {"http2": {"keepAliveInterval": "10s", "keepAliveTimeout": "3s"}}})
     }
-}
-
-pub(super) fn http2_keepalive() -> Value {
-    serde_json::json!({"server": {"http2": {"keepAliveInterval": "10s", "keepAliveTimeout": "3s"}}})
 }
 
 impl Default for Proxy {
@@ -518,20 +514,16 @@ impl Default for NetworkValidator {
 pub struct NetworkValidatorSecurityContext;
 impl ChartDefault for NetworkValidatorSecurityContext {
     fn value() -> Value {
-        network_validator_security_context()
+        serde_json::json!({
+            "allowPrivilegeEscalation": false,
+            "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": true,
+            "runAsGroup": 65534,
+            "runAsNonRoot": true,
+            "runAsUser": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"}
+        })
     }
-}
-
-pub(super) fn network_validator_security_context() -> Value {
-    serde_json::json!({
-        "allowPrivilegeEscalation": false,
-        "capabilities": {"drop": ["ALL"]},
-        "readOnlyRootFilesystem": true,
-        "runAsGroup": 65534,
-        "runAsNonRoot": true,
-        "runAsUser": 65534,
-        "seccompProfile": {"type": "RuntimeDefault"}
-    })
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
