@@ -23,6 +23,7 @@ mod values;
 /// Shared by the stages: Linkerd's annotation and label keys, and the lookups of cluster objects.
 pub mod annotations;
 pub mod cluster;
+mod word;
 
 // The public surface: what the host, the playground, the benchmarks and the tests use.
 pub use admission::{admit, decide, opaque, outcome, owner, pod};

@@ -125,7 +125,7 @@ fn encode(outcome: Outcome, held: Option<&Held>) -> Vec<u8> {
         audit_annotations: (!outcome.audit_annotations.is_empty()).then_some(&outcome.audit_annotations),
         warnings: (!outcome.warnings.is_empty()).then_some(&outcome.warnings[..]),
     };
-    serde_json::to_vec(&answer).unwrap_or_default()
+    crate::shell::json_out::to_vec(&answer).unwrap_or_default()
 }
 
 #[cfg(test)]

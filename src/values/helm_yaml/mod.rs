@@ -11,6 +11,7 @@
 //! For one key two levels down (`proxy.opaquePorts`, all an object outside the mesh needs),
 //! [`skim_along`] reads only the lines that can hold it.
 
+use crate::word;
 use serde_json::{Number, Value};
 use std::borrow::Cow;
 
@@ -313,34 +314,6 @@ impl<'a> Reader<'a> {
             text.push('\n');
         }
         Some(Node::Str(text.into()))
-    }
-}
-
-/// Eight bytes tested at once, one flag (the byte's high bit) per byte that passes a test: the
-/// per-byte loops were the readers' largest cost in the module. A borrow or carry only spills
-/// into later bytes, so the lowest flag of each test, and of a union of tests, is exact.
-mod word {
-    pub const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-
-    pub fn of(bytes: &[u8]) -> Option<u64> {
-        Some(u64::from_le_bytes(<[u8; 8]>::try_from(bytes).ok()?))
-    }
-
-    /// Bytes that are not printable ASCII (`' '..='~'`): a byte below 0x20 borrows into its
-    /// high bit, a byte above 0x7e carries into it (or has it).
-    pub fn unplain(x: u64) -> u64 {
-        ((x.wrapping_sub(ONES * 0x20) & !x) | x.wrapping_add(ONES) | x) & HIGH_BITS
-    }
-
-    /// Zero bytes: each borrows into its own high bit.
-    pub fn zero(x: u64) -> u64 {
-        x.wrapping_sub(ONES) & !x & HIGH_BITS
-    }
-
-    /// Where the lowest flagged byte sits.
-    pub fn lowest(flags: u64) -> Option<usize> {
-        (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
     }
 }
 

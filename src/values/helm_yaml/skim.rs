@@ -9,7 +9,8 @@
 //! elsewhere (away from the key's lines) may still get an answer: that is the point of reading
 //! one key.
 
-use super::{Scalar, after_dash, is_dash, scalar, split_key, split_word_key, word};
+use super::{Scalar, after_dash, is_dash, scalar, split_key, split_word_key};
+use crate::word;
 use serde_json::{Map, Value};
 
 /// The document with only `top` and `top.key` built, as [`super::fast_along`] builds it for the
