@@ -216,15 +216,18 @@ fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesErr
 /// decoded straight into the settings; a document outside the reader's subset, or a decode left
 /// to the reference path, takes `serde_json` values and [`Settings::over_values`].
 fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, ValuesError> {
-    let read = crate::values::helm_yaml::read_keeping(text, &Settings::reads_from_values);
-    if let Some(decoded) = read.and_then(|values| settings.over_node(&values)) {
-        return decoded.map_err(|source| ValuesError::Invalid { at, source });
-    }
-    let values: Value = crate::values::helm_yaml::from_str_keeping(text, Settings::reads_from_values)
-        .map_err(|e| ValuesError::NotYaml {
+    use crate::values::helm_yaml::{libyaml_keeping, read_keeping};
+    // each reader reads the document once: the subset reader's tree serves both paths
+    let values = match read_keeping(text, &Settings::reads_from_values) {
+        Some(node) => match settings.over_node(&node) {
+            Some(decoded) => return decoded.map_err(|source| ValuesError::Invalid { at, source }),
+            None => node.into_value(),
+        },
+        None => libyaml_keeping(text, Settings::reads_from_values).map_err(|e| ValuesError::NotYaml {
             at: at.clone(),
             message: e.to_string(),
-        })?;
+        })?,
+    };
     settings
         .over_values(values)
         .map_err(|source| ValuesError::Invalid { at, source })

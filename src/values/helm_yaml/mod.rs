@@ -28,9 +28,15 @@ pub fn from_str(text: &str) -> Result<Value, serde_yaml_ng::Error> {
 /// [`from_str`], then only the top-level keys `keep` accepts: the others are checked as YAML
 /// but never built (most of `linkerd-config`'s values are for other components).
 pub fn from_str_keeping(text: &str, keep: impl Fn(&str) -> bool) -> Result<Value, serde_yaml_ng::Error> {
-    if let Some(value) = fast_keeping(text, &keep) {
-        return Ok(value);
+    match fast_keeping(text, &keep) {
+        Some(value) => Ok(value),
+        None => libyaml_keeping(text, keep),
     }
+}
+
+/// `serde_yaml_ng` alone, keeping the top-level keys `keep` accepts: for a document the subset
+/// reader declined.
+pub fn libyaml_keeping(text: &str, keep: impl Fn(&str) -> bool) -> Result<Value, serde_yaml_ng::Error> {
     let mut value: Value = serde_yaml_ng::from_str(text)?;
     if let Value::Object(map) = &mut value {
         map.retain(|key, _| keep(key));

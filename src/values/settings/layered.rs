@@ -151,12 +151,7 @@ impl<'a> Layered<'a> {
     fn child(&self, key: &'a str, at: usize, here: Layer<'a>) -> Result<Self, Error> {
         if self.below == 0 && self.layers.get(at + 1).is_none_or(Option::is_none) {
             // the common node: one layer, no partial block below
-            return Ok(Self {
-                layers: [Some(here), None, None],
-                below: 0,
-                depth: self.depth + 1,
-                partials: self.partials,
-            });
+            return Ok(self.below_with([Some(here), None, None]));
         }
         let above = self.layers.iter().skip(at + 1).rev().flatten();
         let nodes = above.filter_map(|l| l.child(key)).chain(std::iter::once(here));
@@ -179,12 +174,7 @@ impl<'a> Layered<'a> {
         if let Some(run) = found.get_mut(..n) {
             run.reverse();
         }
-        let mut child = Self {
-            layers: found,
-            below: 0,
-            depth: self.depth + 1,
-            partials: self.partials,
-        };
+        let mut child = self.below_with(found);
         let mut default = None;
         for (bit, (path, value)) in self.partials.iter().enumerate() {
             if self.below & (1 << bit) != 0 && path.get(self.depth) == Some(&key) {
@@ -198,6 +188,16 @@ impl<'a> Layered<'a> {
             child.under(Layer::Default(default))?;
         }
         Ok(child)
+    }
+
+    /// A node one level below this one, over `layers`, with no partial block below it yet.
+    fn below_with(&self, layers: [Option<Layer<'a>>; 3]) -> Self {
+        Self {
+            layers,
+            below: 0,
+            depth: self.depth + 1,
+            partials: self.partials,
+        }
     }
 
     /// Puts `default` below a partial block's mapping layers.
