@@ -221,8 +221,7 @@ const STALE_CHECK: &str = "the stale-proxy check (proxy.image.version, linkerdVe
 
 fn request_namespace<'a>(req: &Request<'a>) -> Result<&'a str, String> {
     let ns = if req.namespace.is_empty() {
-        req.object
-            .pointer("/metadata/namespace")
+        navigate(req.object, &["metadata", "namespace"])
             .and_then(Value::as_str)
             .unwrap_or("")
     } else {
@@ -435,9 +434,7 @@ fn decide_template(
         meta,
         spec: template.get("spec").unwrap_or(&Value::Null),
         namespace,
-        object_namespace: req
-            .object
-            .pointer("/metadata/namespace")
+        object_namespace: navigate(req.object, &["metadata", "namespace"])
             .and_then(Value::as_str)
             .unwrap_or(""),
         pod_ann: pod::string_map(meta, "annotations"),
@@ -538,9 +535,7 @@ fn workload_owner(
         let r = owner::resolve(t.meta, t.namespace, settings.policy.owner_resolution, cluster);
         return (r.owner, r.resolution);
     }
-    let name = req
-        .object
-        .pointer("/metadata/name")
+    let name = navigate(req.object, &["metadata", "name"])
         .and_then(Value::as_str)
         .unwrap_or("");
     let owner = Owner {

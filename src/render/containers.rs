@@ -173,7 +173,8 @@ fn resources(cx: &Context<'_>) -> Option<Value> {
 fn first_container_caps(spec: &Value) -> Option<(Vec<Value>, Vec<Value>)> {
     let caps = pod::containers(spec)
         .first()?
-        .pointer("/securityContext/capabilities")?;
+        .get("securityContext")?
+        .get("capabilities")?;
     let list = |k: &str| caps.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
     Some((list("add"), list("drop")))
 }

@@ -349,10 +349,14 @@ fn tracing_env(cx: &Context<'_>, env: &mut Vec<EnvVar>) {
 fn nested_params(prefix: &str, value: &Value, env: &mut Vec<EnvVar>) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            for k in keys {
-                nested_params(&format!("{prefix}_{}", upper_snake(k)), &map[k], env);
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by_key(|(k, _)| *k);
+            for (k, v) in entries {
+                let mut name = String::with_capacity(prefix.len() + k.len() + 4);
+                name.push_str(prefix);
+                name.push('_');
+                upper_snake_into(k, &mut name);
+                nested_params(&name, v, env);
             }
         }
         Value::String(s) => env.push(var(prefix.to_owned(), s.clone())),
@@ -361,14 +365,12 @@ fn nested_params(prefix: &str, value: &Value, env: &mut Vec<EnvVar>) {
     }
 }
 
-/// `keepAliveInterval` → `KEEP_ALIVE_INTERVAL`, `http2` → `HTTP2`.
-fn upper_snake(key: &str) -> String {
-    let mut out = String::with_capacity(key.len() + 4);
+/// Appends `key` upper-snake-cased: `keepAliveInterval` → `KEEP_ALIVE_INTERVAL`, `http2` → `HTTP2`.
+fn upper_snake_into(key: &str, out: &mut String) {
     for (i, ch) in key.chars().enumerate() {
         if ch.is_uppercase() && i > 0 {
             out.push('_');
         }
         out.extend(ch.to_uppercase());
     }
-    out
 }

@@ -15,10 +15,11 @@ pub fn inbound_ports(spec: &Value) -> String {
             }
         }
         for probe in ["livenessProbe", "readinessProbe"] {
-            if let Some(n) = c
-                .pointer(&format!("/{probe}/httpGet/port"))
-                .and_then(Value::as_i64)
-            {
+            let port = c
+                .get(probe)
+                .and_then(|p| p.get("httpGet"))
+                .and_then(|g| g.get("port"));
+            if let Some(n) = port.and_then(Value::as_i64) {
                 ports.insert(n.to_string());
             }
         }

@@ -3,6 +3,7 @@
 use super::{FieldError, Settings, TrustAnchorsSource};
 use crate::parse::{cidr, duration, ports, quantity::Quantity};
 use serde_json::Value;
+use std::fmt::Display;
 
 const PULL_POLICIES: &[&str] = &["", "Always", "IfNotPresent", "Never"];
 pub const INBOUND_POLICIES: &[&str] = &[
@@ -30,7 +31,7 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
         );
     }
     for (i, prefix) in s.policy.allowed_images.iter().enumerate() {
-        v.non_empty(&format!("policy.allowedImages[{i}]"), prefix);
+        v.non_empty(format_args!("policy.allowedImages[{i}]"), prefix);
     }
     for (i, key) in s.policy.restricted_annotations.iter().enumerate() {
         if !(key.starts_with("config.linkerd.io/")
@@ -38,7 +39,7 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
             || key.starts_with("config.beta.linkerd.io/"))
         {
             v.fail(
-                &format!("policy.restrictedAnnotations[{i}]"),
+                format_args!("policy.restrictedAnnotations[{i}]"),
                 format!("must be a config.linkerd.io/* override annotation, got \"{key}\""),
             );
         }
@@ -81,7 +82,7 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
         ("inbound", p.ports.inbound),
         ("outbound", p.ports.outbound),
     ] {
-        v.port(&format!("proxy.ports.{key}"), port);
+        v.port(format_args!("proxy.ports.{key}"), port);
     }
     v.one_of(
         "proxy.logHTTPHeaders",
@@ -123,8 +124,8 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
         ("memory", &p.resources.memory),
         ("ephemeral-storage", &p.resources.ephemeral_storage),
     ] {
-        v.quantity(&format!("proxy.resources.{res}.request"), &pair.request);
-        v.quantity(&format!("proxy.resources.{res}.limit"), &pair.limit);
+        v.quantity(format_args!("proxy.resources.{res}.request"), &pair.request);
+        v.quantity(format_args!("proxy.resources.{res}.limit"), &pair.limit);
     }
     if let Some(cores) = p.cores {
         v.at_least("proxy.cores", cores, 0);
@@ -172,11 +173,11 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
         ("proxy.readinessProbe", &p.readiness_probe),
     ] {
         v.at_least(
-            &format!("{key}.initialDelaySeconds"),
+            format_args!("{key}.initialDelaySeconds"),
             probe.initial_delay_seconds,
             0,
         );
-        v.at_least(&format!("{key}.timeoutSeconds"), probe.timeout_seconds, 1);
+        v.at_least(format_args!("{key}.timeoutSeconds"), probe.timeout_seconds, 1);
     }
     v.at_least(
         "proxy.startupProbe.initialDelaySeconds",
@@ -229,20 +230,22 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     v.0
 }
 
+/// The checks; a key path is any `Display` (a `format_args!` for an indexed key), written
+/// out only when its check fails: validation runs in every admission, and nearly always passes.
 struct Checker(Vec<FieldError>);
 
 impl Checker {
-    fn fail(&mut self, path: &str, message: impl Into<String>) {
-        self.0.push(FieldError::new(path, message));
+    fn fail(&mut self, path: impl Display, message: impl Into<String>) {
+        self.0.push(FieldError::new(path.to_string(), message));
     }
 
-    fn non_empty(&mut self, path: &str, val: &str) {
+    fn non_empty(&mut self, path: impl Display, val: &str) {
         if val.trim().is_empty() {
             self.fail(path, "must not be empty");
         }
     }
 
-    fn one_of(&mut self, path: &str, val: &str, allowed: &[&str]) {
+    fn one_of(&mut self, path: impl Display, val: &str, allowed: &[&str]) {
         if !allowed.contains(&val) {
             let list: Vec<String> = allowed
                 .iter()
@@ -253,19 +256,19 @@ impl Checker {
         }
     }
 
-    fn port(&mut self, path: &str, port: i64) {
+    fn port(&mut self, path: impl Display, port: i64) {
         if !(1..=65535).contains(&port) {
             self.fail(path, format!("must be 1-65535, got {port}"));
         }
     }
 
-    fn at_least(&mut self, path: &str, val: i64, min: i64) {
+    fn at_least(&mut self, path: impl Display, val: i64, min: i64) {
         if val < min {
             self.fail(path, format!("must be at least {min}, got {val}"));
         }
     }
 
-    fn duration(&mut self, path: &str, val: &str) {
+    fn duration(&mut self, path: impl Display, val: &str) {
         if !val.is_empty()
             && let Err(e) = duration::parse_go_duration(val)
         {
@@ -276,7 +279,7 @@ impl Checker {
         }
     }
 
-    fn quantity(&mut self, path: &str, val: &str) {
+    fn quantity(&mut self, path: impl Display, val: &str) {
         if !val.is_empty()
             && let Err(e) = Quantity::parse(val)
         {
@@ -287,7 +290,7 @@ impl Checker {
         }
     }
 
-    fn cidrs(&mut self, path: &str, val: &str, allow_empty: bool) {
+    fn cidrs(&mut self, path: impl Display, val: &str, allow_empty: bool) {
         if val.trim().is_empty() {
             if !allow_empty {
                 self.fail(path, "must list at least one CIDR, e.g. \"10.0.0.0/8,fd00::/8\"");
@@ -302,7 +305,7 @@ impl Checker {
         }
     }
 
-    fn port_list(&mut self, path: &str, val: &str) {
+    fn port_list(&mut self, path: impl Display, val: &str) {
         if let Err((entry, e)) = ports::parse_port_ranges(val) {
             self.fail(
                 path,
@@ -312,22 +315,22 @@ impl Checker {
     }
 
     /// Opaque ports may also name container ports, which are resolved per pod.
-    fn opaque_ports(&mut self, path: &str, val: &str) {
+    fn opaque_ports(&mut self, path: impl Display, val: &str) {
         for entry in invalid_opaque_ports(val) {
             self.fail(
-                path,
+                &path,
                 format!("\"{entry}\" is neither a port, a range \"lo-hi\" nor a port name"),
             );
         }
     }
 
-    fn object(&mut self, path: &str, val: &Value) {
+    fn object(&mut self, path: impl Display, val: &Value) {
         if !val.is_object() {
             self.fail(path, "must be an object");
         }
     }
 
-    fn given_object(&mut self, path: &str, val: Option<&Value>) {
+    fn given_object(&mut self, path: impl Display, val: Option<&Value>) {
         if let Some(val) = val {
             self.object(path, val);
         }
@@ -341,14 +344,14 @@ impl Checker {
                 .is_some_and(|n| !n.is_empty());
             if !named {
                 self.fail(
-                    &format!("{path}[{i}]"),
+                    format_args!("{path}[{i}]"),
                     "must be an EnvVar object with a non-empty \"name\"",
                 );
             }
         }
     }
 
-    fn dns_label(&mut self, path: &str, val: &str) {
+    fn dns_label(&mut self, path: impl Display, val: &str) {
         let ok = !val.is_empty()
             && val.len() <= 63
             && val
