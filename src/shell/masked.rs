@@ -20,8 +20,19 @@ pub(crate) fn object(text: &str, masks: &[&str]) -> serde_json::Result<Value> {
     Ok(value)
 }
 
-/// The `items` of a List answer, each read as [`object`] reads one.
+/// The `items` of a List answer, each read as [`object`] reads one (a ConfigMap list by
+/// [`super::list_answer`] where it can).
 pub(crate) fn items(text: &str, masks: &[&str]) -> serde_json::Result<Vec<Value>> {
+    if masks == ["data"]
+        && let Some(items) = super::list_answer::config_map_items(text)
+    {
+        return Ok(items);
+    }
+    read_items(text, masks)
+}
+
+/// [`items`] by serde_json alone.
+pub(super) fn read_items(text: &str, masks: &[&str]) -> serde_json::Result<Vec<Value>> {
     let paths = with_name(masks);
     let mut de = serde_json::Deserializer::from_str(text);
     let items = ItemsOf { paths: &paths }.deserialize(&mut de)?;

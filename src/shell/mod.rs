@@ -3,6 +3,7 @@
 
 mod json_out;
 pub mod kubewarden_cluster;
+mod list_answer;
 mod masked;
 mod payload;
 mod spliced;

@@ -72,7 +72,7 @@ pub fn fast_along<'a>(text: &'a str, path: &'a [&'a str]) -> Option<Value> {
 }
 
 fn read_top_level<'a>(mut reader: Reader<'a>, keep: &dyn Fn(&str) -> bool) -> Option<Node<'a>> {
-    let mut map = Vec::new();
+    let mut map = Entries::default();
     reader.peek()?;
     while let Some((indent, line)) = reader.peek() {
         if indent != 0 || is_dash(line) {
@@ -83,7 +83,36 @@ fn read_top_level<'a>(mut reader: Reader<'a>, keep: &dyn Fn(&str) -> bool) -> Op
         reader.build = keep(key);
         reader.entry(0, key, rest, &mut map)?;
     }
-    Some(Node::Map(map))
+    Some(Node::Map(map.items))
+}
+
+/// A block mapping's entries as read, and whether their keys are in ascending order so far.
+struct Entries<'a> {
+    items: Vec<(&'a str, Node<'a>)>,
+    ascending: bool,
+}
+
+impl Default for Entries<'_> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            ascending: true,
+        }
+    }
+}
+
+impl<'a> Entries<'a> {
+    /// Adds an entry; `None` for a repeated key, which libyaml refuses. `toYaml` writes keys
+    /// sorted, so a key after the last of ascending keys is new without a scan of the others.
+    fn push(&mut self, key: &'a str, value: Node<'a>) -> Option<()> {
+        let after_last = self.items.last().is_none_or(|(last, _)| *last < key);
+        if !(after_last && self.ascending) && self.items.iter().any(|(k, _)| *k == key) {
+            return None;
+        }
+        self.ascending &= after_last;
+        self.items.push((key, value));
+        Some(())
+    }
 }
 
 struct Reader<'a> {
@@ -180,7 +209,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A block mapping whose keys sit at column `indent`; `map` holds entries already read.
-    fn mapping(&mut self, indent: usize, mut map: Vec<(&'a str, Node<'a>)>) -> Option<Node<'a>> {
+    fn mapping(&mut self, indent: usize, mut map: Entries<'a>) -> Option<Node<'a>> {
         while let Some((at, line)) = self.peek() {
             if at < indent {
                 break;
@@ -192,17 +221,11 @@ impl<'a> Reader<'a> {
             let (key, rest) = split_key(line)?;
             self.entry(indent, key, rest, &mut map)?;
         }
-        Some(Node::Map(map))
+        Some(Node::Map(map.items))
     }
 
     /// One `key: value` line, split by [`split_key`] (and the block under it).
-    fn entry(
-        &mut self,
-        indent: usize,
-        key: &'a str,
-        rest: &'a str,
-        map: &mut Vec<(&'a str, Node<'a>)>,
-    ) -> Option<()> {
+    fn entry(&mut self, indent: usize, key: &'a str, rest: &'a str, map: &mut Entries<'a>) -> Option<()> {
         let outer = self.build;
         if let Some(path) = self.path {
             self.build = outer && path.get(self.depth).is_none_or(|k| *k == key);
@@ -221,12 +244,7 @@ impl<'a> Reader<'a> {
         if !built {
             return Some(());
         }
-        // libyaml refuses a repeated key
-        if map.iter().any(|(k, _)| *k == key) {
-            return None;
-        }
-        map.push((key, value));
-        Some(())
+        map.push(key, value)
     }
 
     /// The node under `key:` or `-` with nothing after it: a deeper block, a sequence at the
@@ -234,7 +252,7 @@ impl<'a> Reader<'a> {
     fn nested(&mut self, indent: usize, compact_sequence: bool) -> Option<Node<'a>> {
         match self.peek() {
             Some((at, line)) if at > indent && is_dash(line) => self.sequence(at),
-            Some((at, _)) if at > indent => self.mapping(at, Vec::new()),
+            Some((at, _)) if at > indent => self.mapping(at, Entries::default()),
             Some((at, line)) if at == indent && compact_sequence && is_dash(line) => self.sequence(at),
             _ => Some(Node::Null),
         }
@@ -269,7 +287,7 @@ impl<'a> Reader<'a> {
             return None;
         }
         if let Some((key, rest)) = split_key(body) {
-            let mut map = Vec::new();
+            let mut map = Entries::default();
             self.entry(column, key, rest, &mut map)?;
             return self.mapping(column, map);
         }

@@ -1,0 +1,170 @@
+use super::*;
+use crate::shell::masked::read_items;
+use proptest::prelude::*;
+use rstest::rstest;
+use serde_json::json;
+
+/// What the general reader answers for `text` with the mask `data`.
+fn general(text: &str) -> serde_json::Result<Vec<Value>> {
+    read_items(text, &["data"])
+}
+
+/// Where this reader answers, it answers as the general one; `answers` says whether it must.
+fn agrees(text: &str, answers: bool) {
+    let fast = config_map_items(text);
+    match (&fast, general(text)) {
+        (Some(items), Ok(expected)) => assert_eq!(items, &expected, "{text}"),
+        (Some(_), Err(e)) => panic!("answered where serde_json refuses ({e}): {text}"),
+        (None, _) => {}
+    }
+    assert_eq!(fast.is_some(), answers, "{text}");
+}
+
+fn list(items: Value) -> String {
+    json!({"apiVersion": "v1", "items": items, "kind": "ConfigMapList", "metadata": {"resourceVersion": "9"}})
+        .to_string()
+}
+
+fn config_map(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "data": data, "kind": "ConfigMap",
+        "metadata": {"creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"a": "b"}, "name": name,
+            "namespace": "linkerd", "resourceVersion": "7", "uid": "u-1"}})
+}
+
+#[rstest]
+#[case::compact(list(json!([config_map("a", json!({"k": "v"})), config_map("b", json!({}))])), true)]
+#[case::pretty(serde_json::to_string_pretty(&json!({"items": [config_map("a", json!({"k": "v"}))]})).unwrap(), true)]
+#[case::escapes(list(json!([config_map("a", json!({"values": "a: \"b\"\n\tc: \\ / \u{8}\u{c}\r\n"}))])), true)]
+#[case::escaped_slash_and_unicode(r#"{"items": [{"data": {"k\/x": "\u00e9\ud83d\ude00 \/"}, "metadata": {"name": "\u0061"}}]}"#.to_string(), true)]
+#[case::lone_surrogate_kept(r#"{"items": [{"data": {"k": "\ud800"}}]}"#.to_string(), false)]
+#[case::lone_surrogate_skipped(r#"{"items": [{"x": "\ud800", "data": {"k": "v"}}]}"#.to_string(), true)]
+#[case::non_ascii(list(json!([config_map("ü", json!({"ключ": "值 ✓"}))])), true)]
+#[case::empty_items(list(json!([])), true)]
+#[case::empty_objects(r#"{"items":[{}, {"metadata": {}}, {"data": {}}]}"#.to_string(), true)]
+#[case::data_null(r#"{"items":[{"data": null, "metadata": {"name": "a"}}]}"#.to_string(), true)]
+#[case::numbers_skipped(r#"{"items":[{"x": [0, -0, 12, -3.5, 1e9, 2E-7, 1.5e+3, 0.25]}]}"#.to_string(), true)]
+#[case::literals_skipped(r#"{"items":[{"x": [true, false, null, {"y": [[]]}]}]}"#.to_string(), true)]
+#[case::whitespace(" \n\t{ \"items\" :\r\n [ { \"data\" : { \"k\" : \"v\" } } ] } \n".to_string(), true)]
+#[case::last_items_count(r#"{"items": [{"data": {"k": "1"}}], "items": [{"data": {"k": "2"}}]}"#.to_string(), true)]
+#[case::last_key_counts(r#"{"items": [{"data": {"k": "1", "k": "2"}, "data": {"j": "3"}, "metadata": {"name": "a", "name": "b"}}]}"#.to_string(), true)]
+#[case::escaped_key(r#"{"it\u0065ms": [{"d\u0061ta": {"k": "v"}}]}"#.to_string(), true)]
+#[case::missing_items(r#"{"kind": "List"}"#.to_string(), false)]
+#[case::items_not_a_list(r#"{"items": {}}"#.to_string(), false)]
+#[case::item_not_an_object(r#"{"items": [1]}"#.to_string(), false)]
+#[case::data_value_not_a_string(r#"{"items": [{"data": {"k": 1}}]}"#.to_string(), false)]
+#[case::data_not_an_object(r#"{"items": [{"data": "x"}]}"#.to_string(), false)]
+#[case::metadata_null(r#"{"items": [{"metadata": null}]}"#.to_string(), false)]
+#[case::name_not_a_string(r#"{"items": [{"metadata": {"name": 1}}]}"#.to_string(), false)]
+#[case::dotted_key(r#"{"items": [{"metadata.name": "x"}]}"#.to_string(), false)]
+#[case::trailing_comma(r#"{"items": [{"data": {"k": "v"},}]}"#.to_string(), false)]
+#[case::trailing_comma_in_list(r#"{"items": [{},]}"#.to_string(), false)]
+#[case::leading_zero(r#"{"items": [{"x": 01}]}"#.to_string(), false)]
+#[case::bare_minus(r#"{"items": [{"x": -}]}"#.to_string(), false)]
+#[case::dot_without_digits(r#"{"items": [{"x": 1.}]}"#.to_string(), false)]
+#[case::bad_literal(r#"{"items": [{"x": nul}]}"#.to_string(), false)]
+#[case::bad_escape(r#"{"items": [{"x": "\q"}]}"#.to_string(), false)]
+#[case::short_unicode_escape(r#"{"items": [{"x": "\u12"}]}"#.to_string(), false)]
+#[case::control_character("{\"items\": [{\"data\": {\"k\": \"a\u{1}b\"}}]}".to_string(), false)]
+#[case::unterminated(r#"{"items": [{"data": {"k": "v"#.to_string(), false)]
+#[case::trailing_text(r#"{"items": []} x"#.to_string(), false)]
+#[case::not_an_object(r#"[{"items": []}]"#.to_string(), false)]
+#[case::missing_colon(r#"{"items" []}"#.to_string(), false)]
+#[case::unquoted_key(r#"{items: []}"#.to_string(), false)]
+#[case::deep(format!(r#"{{"items": [{{"x": {}{}}}]}}"#, "[".repeat(70), "]".repeat(70)), false)]
+#[case::too_deep(format!(r#"{{"items": [{{"x": {}{}}}]}}"#, "[".repeat(200), "]".repeat(200)), false)]
+fn reads_as_the_general_reader(#[case] text: String, #[case] answers: bool) {
+    agrees(&text, answers);
+}
+
+/// Linkerd's own `linkerd-config` ConfigMaps, as a list answer.
+#[test]
+fn linkerds_config_maps() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/linkerd-config");
+    let mut items = Vec::new();
+    for version in std::fs::read_dir(root).unwrap() {
+        let dir = version.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+            for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+                let item = Value::deserialize(doc).unwrap();
+                if item["kind"] == "ConfigMap" {
+                    items.push(item);
+                }
+            }
+        }
+    }
+    assert!(items.len() >= 6, "{} ConfigMaps", items.len());
+    let text = list(Value::Array(items));
+    agrees(&text, true);
+    let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(&text).unwrap()).unwrap();
+    agrees(&pretty, true);
+}
+
+use serde::Deserialize;
+
+fn strings() -> impl Strategy<Value = String> {
+    prop_oneof![".*", "[\\u{0}-\\u{7f}\"\\\\/]{0,40}", "[a-z\n\" ]{0,200}"]
+}
+
+fn document() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>().prop_map(Value::from),
+        strings().prop_map(Value::from),
+    ];
+    leaf.prop_recursive(3, 32, 6, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+            proptest::collection::btree_map(strings(), inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn item() -> impl Strategy<Value = Value> {
+    (
+        proptest::option::of(strings()),
+        proptest::collection::btree_map(strings(), strings(), 0..4),
+        proptest::collection::btree_map("[a-z]{1,8}", document(), 0..3),
+    )
+        .prop_map(|(name, data, extra)| {
+            let mut item: Map<String, Value> = extra.into_iter().collect();
+            let mut meta = json!({"uid": "u", "labels": {"x": "y"}});
+            if let Some(name) = name {
+                meta["name"] = Value::String(name);
+            }
+            item.insert("metadata".into(), meta);
+            item.insert("data".into(), json!(data));
+            Value::Object(item)
+        })
+}
+
+proptest! {
+    /// Any list of ConfigMap-shaped items, with any strings and any other fields, compact or
+    /// pretty: this reader answers, and as serde_json does.
+    #[test]
+    fn any_config_map_list(items in proptest::collection::vec(item(), 0..4), pretty in any::<bool>()) {
+        let doc = json!({"apiVersion": "v1", "items": items, "metadata": {}});
+        let text = if pretty { serde_json::to_string_pretty(&doc).unwrap() } else { doc.to_string() };
+        prop_assert_eq!(config_map_items(&text), Some(general(&text).unwrap()));
+    }
+
+    /// Any document at all: where this reader answers, serde_json answers the same.
+    #[test]
+    fn any_document(doc in document(), cut in any::<prop::sample::Index>()) {
+        let text = json!({"items": [doc]}).to_string();
+        if let Some(items) = config_map_items(&text) {
+            prop_assert_eq!(items, general(&text).unwrap());
+        }
+        // and a document cut anywhere is never read as whole
+        let at = cut.index(text.len());
+        if let Some(prefix) = text.get(..at) {
+            prop_assert_eq!(config_map_items(prefix), None);
+        }
+    }
+}
