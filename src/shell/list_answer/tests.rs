@@ -1,3 +1,6 @@
+//! The list reader against the serde reader: tables of shapes and malformed texts, Linkerd's own
+//! ConfigMaps, and properties over any ConfigMap list and any document.
+
 use super::*;
 use crate::shell::masked::read_items;
 use proptest::prelude::*;
