@@ -4,6 +4,7 @@
 //! while reading: what lies outside them (and outside `metadata.name`, which names a list's
 //! items) is tokenised, never built.
 
+use crate::shell::answer_scan;
 use crate::shell::payload::KeyString;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -11,8 +12,16 @@ use serde_json::{Map, Value};
 use std::fmt;
 
 /// One object of an answer, with only `masks` (dot-separated paths) and `metadata.name` built;
-/// all of it when `masks` is empty.
+/// all of it when `masks` is empty ([`answer_scan`] first).
 pub(crate) fn object(text: &str, masks: &[&str]) -> serde_json::Result<Value> {
+    match answer_scan::object(text, masks) {
+        Some(object) => Ok(object),
+        None => read_object(text, masks),
+    }
+}
+
+/// [`object`] by serde_json alone.
+pub(super) fn read_object(text: &str, masks: &[&str]) -> serde_json::Result<Value> {
     let paths = with_name(masks);
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Masked { paths: &paths }.deserialize(&mut de)?;
@@ -20,15 +29,12 @@ pub(crate) fn object(text: &str, masks: &[&str]) -> serde_json::Result<Value> {
     Ok(value)
 }
 
-/// The `items` of a List answer, each read as [`object`] reads one (a ConfigMap list by
-/// [`super::list_answer`] where it can).
+/// The `items` of a List answer, each read as [`object`] reads one ([`answer_scan`] first).
 pub(crate) fn items(text: &str, masks: &[&str]) -> serde_json::Result<Vec<Value>> {
-    if masks == ["data"]
-        && let Some(items) = super::list_answer::config_map_items(text)
-    {
-        return Ok(items);
+    match answer_scan::items(text, masks) {
+        Some(items) => Ok(items),
+        None => read_items(text, masks),
     }
-    read_items(text, masks)
 }
 
 /// [`items`] by serde_json alone.

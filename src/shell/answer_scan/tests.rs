@@ -1,8 +1,9 @@
-//! The list reader against the serde reader: tables of shapes and malformed texts, Linkerd's own
-//! ConfigMaps, and properties over any ConfigMap list and any document.
+//! The answer reader against the serde reader: tables of shapes and malformed texts, Linkerd's
+//! own ConfigMaps, Namespaces as policy-server answers them, and properties over any ConfigMap
+//! list and any document.
 
 use super::*;
-use crate::shell::masked::read_items;
+use crate::shell::masked::{read_items, read_object};
 use proptest::prelude::*;
 use rstest::rstest;
 use serde_json::json;
@@ -14,7 +15,7 @@ fn general(text: &str) -> serde_json::Result<Vec<Value>> {
 
 /// Where this reader answers, it answers as the general one; `answers` says whether it must.
 fn agrees(text: &str, answers: bool) {
-    let fast = config_map_items(text);
+    let fast = items(text, &["data"]);
     match (&fast, general(text)) {
         (Some(items), Ok(expected)) => assert_eq!(items, &expected, "{text}"),
         (Some(_), Err(e)) => panic!("answered where serde_json refuses ({e}): {text}"),
@@ -151,23 +152,90 @@ proptest! {
     /// Any list of ConfigMap-shaped items, with any strings and any other fields, compact or
     /// pretty: this reader answers, and as serde_json does.
     #[test]
-    fn any_config_map_list(items in proptest::collection::vec(item(), 0..4), pretty in any::<bool>()) {
-        let doc = json!({"apiVersion": "v1", "items": items, "metadata": {}});
+    fn any_config_map_list(list in proptest::collection::vec(item(), 0..4), pretty in any::<bool>()) {
+        let doc = json!({"apiVersion": "v1", "items": list, "metadata": {}});
         let text = if pretty { serde_json::to_string_pretty(&doc).unwrap() } else { doc.to_string() };
-        prop_assert_eq!(config_map_items(&text), Some(general(&text).unwrap()));
+        prop_assert_eq!(items(&text, &["data"]), Some(general(&text).unwrap()));
     }
 
     /// Any document at all: where this reader answers, serde_json answers the same.
     #[test]
     fn any_document(doc in document(), cut in any::<prop::sample::Index>()) {
         let text = json!({"items": [doc]}).to_string();
-        if let Some(items) = config_map_items(&text) {
-            prop_assert_eq!(items, general(&text).unwrap());
+        if let Some(read) = items(&text, &["data"]) {
+            prop_assert_eq!(read, general(&text).unwrap());
         }
         // and a document cut anywhere is never read as whole
         let at = cut.index(text.len());
         if let Some(prefix) = text.get(..at) {
-            prop_assert_eq!(config_map_items(prefix), None);
+            prop_assert_eq!(items(prefix, &["data"]), None);
         }
+    }
+}
+
+/// An object read with `masks` where this reader answers, as the general one; `answers` says
+/// whether it must.
+fn agrees_on_object(text: &str, masks: &[&str], answers: bool) {
+    let fast = object(text, masks);
+    match (&fast, read_object(text, masks)) {
+        (Some(read), Ok(expected)) => assert_eq!(read, &expected, "{masks:?} {text}"),
+        (Some(_), Err(e)) => panic!("answered where serde_json refuses ({e}): {text}"),
+        (None, _) => {}
+    }
+    assert_eq!(fast.is_some(), answers, "{masks:?} {text}");
+}
+
+/// A Namespace as policy-server answers a masked get: `metadata` whole (labels, `uid`,
+/// `managedFields`, kubectl's last-applied annotation).
+fn namespace() -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"annotations": {"linkerd.io/inject": "enabled",
+                "kubectl.kubernetes.io/last-applied-configuration": "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\"}\n"},
+            "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"kubernetes.io/metadata.name": "shop"},
+            "managedFields": [{"apiVersion": "v1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}},
+                "manager": "kubectl", "operation": "Update", "time": "2026-01-01T00:00:00Z"}],
+            "name": "shop", "resourceVersion": "42", "uid": "ns-uid"},
+        "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+}
+
+#[rstest]
+#[case::annotations(namespace().to_string(), &["metadata.annotations"], true)]
+#[case::annotations_and_labels(namespace().to_string(), &["metadata.annotations", "metadata.labels"], true)]
+#[case::pretty(serde_json::to_string_pretty(&namespace()).unwrap(), &["metadata.annotations"], true)]
+#[case::config_map(config_map("linkerd-config", json!({"values": "a: 1\n"})).to_string(), &["data"], true)]
+#[case::no_metadata(r#"{"kind": "Namespace"}"#.to_string(), &["metadata.annotations"], true)]
+#[case::null_annotations(r#"{"metadata": {"annotations": null, "name": "a"}}"#.to_string(), &["metadata.annotations"], true)]
+#[case::annotation_not_a_string(r#"{"metadata": {"annotations": {"a": 1}}}"#.to_string(), &["metadata.annotations"], false)]
+#[case::no_masks(namespace().to_string(), &[], false)]
+#[case::other_mask(namespace().to_string(), &["spec"], false)]
+#[case::deeper_mask(namespace().to_string(), &["metadata.annotations.x"], false)]
+#[case::dotted_key(r#"{"metadata.annotations": {}}"#.to_string(), &["metadata.annotations"], false)]
+#[case::not_an_object("[]".to_string(), &["metadata.annotations"], false)]
+#[case::trailing_text(r#"{"metadata": {}} {}"#.to_string(), &["metadata.annotations"], false)]
+fn objects_read_as_the_general_reader(#[case] text: String, #[case] masks: &[&str], #[case] answers: bool) {
+    agrees_on_object(&text, masks, answers);
+}
+
+proptest! {
+    /// Any document under `metadata`, `data` and beside them, with any of the masks: where this
+    /// reader answers, serde_json answers the same.
+    #[test]
+    fn any_object(meta in document(), data in document(), other in document(), masks in proptest::sample::subsequence(vec!["data", "metadata.annotations", "metadata.labels"], 1..=3)) {
+        let text = json!({"data": data, "metadata": meta, "spec": other}).to_string();
+        if let Some(read) = object(&text, &masks) {
+            prop_assert_eq!(read, read_object(&text, &masks).unwrap());
+        }
+    }
+
+    /// Namespaces with any annotations and labels: this reader answers, as serde_json does.
+    #[test]
+    fn any_namespace(annotations in proptest::collection::btree_map(strings(), strings(), 0..5), labels in proptest::collection::btree_map(strings(), strings(), 0..3)) {
+        let mut ns = namespace();
+        ns["metadata"]["annotations"] = json!(annotations);
+        ns["metadata"]["labels"] = json!(labels);
+        let text = ns.to_string();
+        let masks = ["metadata.annotations", "metadata.labels"];
+        prop_assert_eq!(object(&text, &masks), Some(read_object(&text, &masks).unwrap()));
     }
 }

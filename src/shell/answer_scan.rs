@@ -1,36 +1,83 @@
-//! A ConfigMap List answer read in one pass for what the control plane's reads keep of each item:
-//! `metadata.name` and `data`. serde_json spends about a hundred instructions on each escape of a
-//! string, even one it skips, and `linkerd-config`'s 8 KB of values hold an escape every twenty
-//! bytes (its newlines and quotes): reading that answer was a fifth of a typical admission. Here
-//! strings are scanned eight bytes at a time and a common escape costs a few instructions.
+//! Host-call answers read in one pass for what a lookup's masks keep: a ConfigMap's (or a List
+//! of them) `data` and `metadata.name`, a Namespace's `metadata.annotations` and `labels`.
+//! serde_json spends about a hundred instructions on each escape of a string, even one it
+//! skips, and `linkerd-config`'s 8 KB of values hold an escape every twenty bytes (its newlines
+//! and quotes); here strings are scanned eight bytes at a time and a common escape costs a few
+//! instructions.
 //!
-//! It answers only where it is sure: a List of objects whose `data` is null or a map of strings,
-//! in JSON serde_json reads the same way. Anything else (a `\u` escape in a key, a nesting deeper
-//! than serde_json's limit allows, a shape the mask would keep differently, any text serde_json
-//! would refuse) is `None`, and [`super::masked::items`] reads the answer instead.
+//! It answers only where it is sure: masks among `data`, `metadata.annotations` and
+//! `metadata.labels`, over objects whose kept fields are null or maps of strings (a name: a
+//! string), in JSON serde_json reads the same way. Anything else (a nesting deeper than
+//! serde_json's limit allows, a shape the masks would keep differently, any text serde_json
+//! would refuse) is `None`, and [`super::masked`] reads the answer instead.
 
 use crate::word;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// The items as [`super::masked::items`] reads them with the mask `data`, or `None` when unsure.
-pub(crate) fn config_map_items(text: &str) -> Option<Vec<Value>> {
-    let mut s = Scanner {
-        text,
-        at: 0,
-        depth: 0,
-    };
+/// The object as [`super::masked::object`] reads it with `masks`, or `None` when unsure.
+pub(crate) fn object(text: &str, masks: &[&str]) -> Option<Value> {
+    let keep = Keep::of(masks)?;
+    let mut s = Scanner::new(text);
+    let object = s.kept(keep)?;
+    s.end().then_some(object)
+}
+
+/// The items of a List as [`super::masked::items`] reads them with `masks`, or `None` when unsure.
+pub(crate) fn items(text: &str, masks: &[&str]) -> Option<Vec<Value>> {
+    let keep = Keep::of(masks)?;
+    let mut s = Scanner::new(text);
     let mut items = None;
     // the last `items` counts, as in a JSON tree
     s.object(|s, key| match &*key {
         "items" => {
-            items = Some(s.items()?);
+            items = Some(s.items(keep)?);
             Some(())
         }
         _ => s.skip(),
     })?;
-    s.space();
-    (s.at == text.len()).then_some(items).flatten()
+    if !s.end() {
+        return None;
+    }
+    items
+}
+
+/// What the masks keep (`metadata.name` always, as the general reader's paths do).
+#[derive(Clone, Copy)]
+struct Keep {
+    data: bool,
+    annotations: bool,
+    labels: bool,
+}
+
+impl Keep {
+    /// `None` for masks this reader does not read (none at all: the whole object).
+    fn of(masks: &[&str]) -> Option<Self> {
+        let mut keep = Keep {
+            data: false,
+            annotations: false,
+            labels: false,
+        };
+        for mask in masks {
+            match *mask {
+                "data" => keep.data = true,
+                "metadata.annotations" => keep.annotations = true,
+                "metadata.labels" => keep.labels = true,
+                _ => return None,
+            }
+        }
+        (!masks.is_empty()).then_some(keep)
+    }
+
+    /// Whether `key` of `metadata` is kept.
+    fn in_metadata(self, key: &str) -> bool {
+        match key {
+            "name" => true,
+            "annotations" => self.annotations,
+            "labels" => self.labels,
+            _ => false,
+        }
+    }
 }
 
 /// Below serde_json's recursion limit (128), so a document this reader takes, serde_json takes.
@@ -43,6 +90,20 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            text,
+            at: 0,
+            depth: 0,
+        }
+    }
+
+    /// Whether only whitespace is left.
+    fn end(&mut self) -> bool {
+        self.space();
+        self.at == self.text.len()
+    }
+
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.at).copied()
     }
@@ -120,52 +181,60 @@ impl<'a> Scanner<'a> {
         Some(())
     }
 
-    /// The `items` array: objects, each kept as the mask keeps it.
-    fn items(&mut self) -> Option<Vec<Value>> {
+    /// The `items` array: objects, each kept as the masks keep it.
+    fn items(&mut self, keep: Keep) -> Option<Vec<Value>> {
         let mut items = Vec::new();
         self.array(|s| {
-            let mut kept = Map::new();
-            s.object(|s, key| {
-                let value = match &*key {
-                    "data" => s.data()?,
-                    "metadata" => s.metadata()?,
-                    // a key the mask's paths name as a whole: left to the general reader
-                    "metadata.name" => return None,
-                    _ => return s.skip(),
-                };
-                kept.insert(key.into_owned(), value);
-                Some(())
-            })?;
-            items.push(Value::Object(kept));
+            items.push(s.kept(keep)?);
             Some(())
         })?;
         Some(items)
     }
 
-    /// `data`: null, or a map of strings.
-    fn data(&mut self) -> Option<Value> {
+    /// An object with what `keep` names.
+    fn kept(&mut self, keep: Keep) -> Option<Value> {
+        let mut kept = Map::new();
+        self.object(|s, key| {
+            let value = match &*key {
+                "data" if keep.data => s.strings()?,
+                "metadata" => s.metadata(keep)?,
+                // a key the masks name as a whole: left to the general reader
+                dotted if dotted.starts_with("metadata.") || dotted.starts_with("data.") => return None,
+                _ => return s.skip(),
+            };
+            kept.insert(key.into_owned(), value);
+            Some(())
+        })?;
+        Some(Value::Object(kept))
+    }
+
+    /// Null, or a map of strings.
+    fn strings(&mut self) -> Option<Value> {
         if self.peek()? == b'n' {
             return self.literal("null").map(|()| Value::Null);
         }
-        let mut data = Map::new();
+        let mut map = Map::new();
         self.object(|s, key| {
             let value = s.string_value()?;
-            data.insert(key.into_owned(), Value::String(value));
+            map.insert(key.into_owned(), Value::String(value));
             Some(())
         })?;
-        Some(Value::Object(data))
+        Some(Value::Object(map))
     }
 
-    /// `metadata` with only its `name` kept (a string).
-    fn metadata(&mut self) -> Option<Value> {
+    /// `metadata` with what `keep` names of it: its name (a string), its annotations and labels.
+    fn metadata(&mut self, keep: Keep) -> Option<Value> {
         let mut kept = Map::new();
-        self.object(|s, key| match &*key {
-            "name" => {
-                let name = s.string_value()?;
-                kept.insert("name".to_owned(), Value::String(name));
-                Some(())
+        self.object(|s, key| {
+            if !keep.in_metadata(&key) {
+                return s.skip();
             }
-            _ => s.skip(),
+            let value = match &*key {
+                "name" => Value::String(s.string_value()?),
+                _ => s.strings()?,
+            };
+            kept.insert(key.into_owned(), value);
+            Some(())
         })?;
         Some(Value::Object(kept))
     }
