@@ -4,17 +4,17 @@
 //! while reading: what lies outside them (and outside `metadata.name`, which names a list's
 //! items) is tokenised, never built.
 
-use crate::shell::answer_scan;
 use crate::shell::payload::KeyString;
+use crate::shell::scan;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 
 /// One object of an answer, with only `masks` (dot-separated paths) and `metadata.name` built;
-/// all of it when `masks` is empty ([`answer_scan`] first).
+/// all of it when `masks` is empty ([`scan`] first).
 pub(crate) fn object(text: &str, masks: &[&str]) -> serde_json::Result<Value> {
-    match answer_scan::object(text, masks) {
+    match scan::object(text, masks) {
         Some(object) => Ok(object),
         None => read_object(text, masks),
     }
@@ -29,9 +29,9 @@ pub(super) fn read_object(text: &str, masks: &[&str]) -> serde_json::Result<Valu
     Ok(value)
 }
 
-/// The `items` of a List answer, each read as [`object`] reads one ([`answer_scan`] first).
+/// The `items` of a List answer, each read as [`object`] reads one ([`scan`] first).
 pub(crate) fn items(text: &str, masks: &[&str]) -> serde_json::Result<Vec<Value>> {
-    match answer_scan::items(text, masks) {
+    match scan::items(text, masks) {
         Some(items) => Ok(items),
         None => read_items(text, masks),
     }

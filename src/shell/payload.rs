@@ -8,13 +8,14 @@ use serde_json::Value;
 use std::fmt;
 
 /// A JSON document that is an object read by `T`, or any other value (skipped).
+#[derive(Debug)]
 pub(crate) enum Shape<T> {
     Object(T),
     Other,
 }
 
 /// The payload's two fields; `request` is `None` when absent.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Payload {
     pub request: Option<Shape<RequestFields>>,
     pub settings: Value,
@@ -22,7 +23,7 @@ pub(crate) struct Payload {
 
 /// The fields of an AdmissionRequest the core reads, as JSON values (their types are checked
 /// where they are read, as with a whole tree).
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct RequestFields {
     pub kind: Value,
     pub operation: Value,

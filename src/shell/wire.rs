@@ -5,6 +5,7 @@ use crate::admission::admit::{self, Held, Request};
 use crate::admission::outcome::{Outcome, Verdict};
 use crate::cluster::Cluster;
 use crate::shell::payload::{Payload, RequestFields, Shape};
+use crate::shell::scan;
 use crate::shell::spliced::Spliced;
 use crate::values::settings::Settings;
 /// The answers' types: the SDK's own (re-exported for the playground and the tests that read them).
@@ -48,8 +49,12 @@ pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_j
 }
 
 fn decode(payload: &[u8]) -> Result<(RequestFields, Settings), String> {
-    let payload: Shape<Payload> =
-        from_json(payload).map_err(|e| format!("validate payload: not a valid request: {e}"))?;
+    // our reader where it is sure, serde_json's otherwise (and for every error)
+    let scanned = std::str::from_utf8(payload).ok().and_then(scan::payload);
+    let payload: Shape<Payload> = match scanned {
+        Some(payload) => Shape::Object(payload),
+        None => from_json(payload).map_err(|e| format!("validate payload: not a valid request: {e}"))?,
+    };
     let Shape::Object(payload) = payload else {
         return Err("validate payload: must be a JSON object with \"request\" and \"settings\"".into());
     };

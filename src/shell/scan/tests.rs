@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::shell::masked::{read_items, read_object};
+use crate::shell::payload::{Payload, RequestFields, Shape};
 use proptest::prelude::*;
 use rstest::rstest;
 use serde_json::json;
@@ -237,5 +238,82 @@ proptest! {
         let text = ns.to_string();
         let masks = ["metadata.annotations", "metadata.labels"];
         prop_assert_eq!(object(&text, &masks), Some(read_object(&text, &masks).unwrap()));
+    }
+}
+
+/// The payload as the serde reader reads it: its request fields and settings, when both are
+/// objects.
+fn payload_by_serde(text: &str) -> Option<(RequestFields, Value)> {
+    match serde_json::from_str::<Shape<Payload>>(text).ok()? {
+        Shape::Object(Payload {
+            request: Some(Shape::Object(request)),
+            settings,
+        }) => Some((request, settings)),
+        _ => None,
+    }
+}
+
+/// Where this reader answers, it answers as the serde reader; `answers` says whether it must.
+fn agrees_on_payload(text: &str, answers: bool) {
+    let fast = payload(text).map(|p| match p.request {
+        Some(Shape::Object(request)) => (request, p.settings),
+        _ => panic!("a request object"),
+    });
+    if let Some(read) = &fast {
+        assert_eq!(Some(read), payload_by_serde(text).as_ref(), "{text}");
+    }
+    assert_eq!(fast.is_some(), answers, "{text}");
+}
+
+fn review(object: Value) -> Value {
+    json!({"request": {"uid": "b2f9", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": "shop",
+        "operation": "CREATE", "userInfo": {"groups": ["system:authenticated"], "username": "u"},
+        "object": object, "oldObject": null, "dryRun": false, "options": {"kind": "CreateOptions"}},
+        "settings": {"policy": {"mode": "inject"}}})
+}
+
+#[rstest]
+#[case::pod(review(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "annotations": {"x": "y\n\"z\""}},
+    "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 8080}], "args": ["--a=1"]}]}})).to_string(), true)]
+#[case::pretty(serde_json::to_string_pretty(&review(json!({"a": [1, {"b": null}]}))).unwrap(), true)]
+#[case::numbers(review(json!({"n": [0, -0, 1, -1, 9007199254740993i64, 18446744073709551615u64, 1.5, -2.5e-3, 1e300]})).to_string(), true)]
+#[case::number_forms(r#"{"request": {"object": [0, -0, 1E2, 1e+2, 1.25E-2, 123456789012345678901234567890, -0.0]}}"#.to_string(), true)]
+#[case::escapes(r#"{"request": {"object": {"k\/\"": "\u00e9\ud83d\ude00\n\t\\"}}}"#.to_string(), true)]
+#[case::repeated_keys(r#"{"request": {"operation": "A", "oper\u0061tion": "B", "object": {"a": 1, "a": 2}}, "request": {"kind": 1}}"#.to_string(), true)]
+#[case::no_settings(r#"{"request": {}}"#.to_string(), true)]
+#[case::no_request(r#"{"settings": {}}"#.to_string(), false)]
+#[case::request_not_an_object(r#"{"request": [1]}"#.to_string(), false)]
+#[case::not_an_object("[]".to_string(), false)]
+#[case::number_out_of_range(r#"{"request": {"object": 1e400}}"#.to_string(), false)]
+#[case::lone_surrogate(r#"{"request": {"object": "\ud800"}}"#.to_string(), false)]
+#[case::lone_surrogate_skipped(r#"{"request": {"uid": "\ud800", "object": 1}}"#.to_string(), true)]
+#[case::trailing_comma(r#"{"request": {"object": [1,]}}"#.to_string(), false)]
+#[case::too_deep(format!(r#"{{"request": {{"object": {}{}}}}}"#, "[".repeat(100), "]".repeat(100)), false)]
+#[case::trailing_text(r#"{"request": {}} ]"#.to_string(), false)]
+fn payloads_read_as_the_serde_reader(#[case] text: String, #[case] answers: bool) {
+    // (a payload without a request is answered, but not as a request: checked apart)
+    if text == r#"{"settings": {}}"# {
+        let p = payload(&text).unwrap();
+        assert!(p.request.is_none() && p.settings == json!({}));
+        return;
+    }
+    agrees_on_payload(&text, answers);
+}
+
+proptest! {
+    /// Any object, settings and other request fields, compact or pretty: this reader answers
+    /// where the nesting allows, and as serde_json does.
+    #[test]
+    fn any_payload(object in document(), settings in document(), other in document(), pretty in any::<bool>()) {
+        let mut doc = review(object);
+        doc["settings"] = settings;
+        doc["request"]["userInfo"] = other;
+        let text = if pretty { serde_json::to_string_pretty(&doc).unwrap() } else { doc.to_string() };
+        let fast = payload(&text).map(|p| match p.request {
+            Some(Shape::Object(request)) => (request, p.settings),
+            _ => panic!("a request object"),
+        });
+        prop_assert_eq!(fast, payload_by_serde(&text));
     }
 }

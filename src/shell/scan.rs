@@ -1,16 +1,19 @@
-//! Host-call answers read in one pass for what a lookup's masks keep: a ConfigMap's (or a List
-//! of them) `data` and `metadata.name`, a Namespace's `metadata.annotations` and `labels`.
-//! serde_json spends about a hundred instructions on each escape of a string, even one it
-//! skips, and `linkerd-config`'s 8 KB of values hold an escape every twenty bytes (its newlines
-//! and quotes); here strings are scanned eight bytes at a time and a common escape costs a few
-//! instructions.
+//! JSON read in one pass by a reader of our own, for what the module keeps of its inputs: the
+//! `validate` payload's request fields and settings, and host-call answers under a lookup's
+//! masks (a ConfigMap's, or a List of them, `data` and `metadata.name`; a Namespace's
+//! `metadata.annotations` and `labels`). serde_json spends about a hundred instructions on each
+//! escape of a string, even one it skips (and `linkerd-config`'s 8 KB of values hold one every
+//! twenty bytes), and its visitors on every token; here strings are scanned eight bytes at a
+//! time, a common escape costs a few instructions, and values are built straight into
+//! `serde_json::Value`s (a number and a string with a `\u` escape are still serde_json's).
 //!
-//! It answers only where it is sure: masks among `data`, `metadata.annotations` and
-//! `metadata.labels`, over objects whose kept fields are null or maps of strings (a name: a
-//! string), in JSON serde_json reads the same way. Anything else (a nesting deeper than
-//! serde_json's limit allows, a shape the masks would keep differently, any text serde_json
-//! would refuse) is `None`, and [`super::masked`] reads the answer instead.
+//! It answers only where it is sure it reads as serde_json does: masks among `data`,
+//! `metadata.annotations` and `metadata.labels`, over objects whose kept fields are null or maps
+//! of strings (a name: a string), a payload and request that are objects, nesting well within
+//! serde_json's limit, and text serde_json accepts. Anything else is `None`, and the serde
+//! readers ([`super::masked`], [`super::payload`]) read the input instead, errors included.
 
+use crate::shell::payload::{Payload, RequestFields, Shape};
 use crate::word;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -40,6 +43,25 @@ pub(crate) fn items(text: &str, masks: &[&str]) -> Option<Vec<Value>> {
         return None;
     }
     items
+}
+
+/// The `validate` payload as [`Shape<Payload>`]'s serde reading gives it, or `None` when unsure.
+pub(crate) fn payload(text: &str) -> Option<Payload> {
+    let mut s = Scanner::new(text);
+    let mut payload = Payload::default();
+    // a key repeated is read again, so the last one counts, as in a JSON tree
+    s.object(|s, key| match &*key {
+        "request" => {
+            payload.request = Some(Shape::Object(s.request()?));
+            Some(())
+        }
+        "settings" => {
+            payload.settings = s.value()?;
+            Some(())
+        }
+        _ => s.skip(),
+    })?;
+    s.end().then_some(payload)
 }
 
 /// What the masks keep (`metadata.name` always, as the general reader's paths do).
@@ -179,6 +201,59 @@ impl<'a> Scanner<'a> {
     fn close(&mut self) -> Option<()> {
         self.depth -= 1;
         Some(())
+    }
+
+    /// The request's four fields the core reads.
+    fn request(&mut self) -> Option<RequestFields> {
+        let mut fields = RequestFields::default();
+        self.object(|s, key| {
+            let slot = match &*key {
+                "kind" => &mut fields.kind,
+                "operation" => &mut fields.operation,
+                "namespace" => &mut fields.namespace,
+                "object" => &mut fields.object,
+                _ => return s.skip(),
+            };
+            *slot = s.value()?;
+            Some(())
+        })?;
+        Some(fields)
+    }
+
+    /// Any JSON value, built.
+    fn value(&mut self) -> Option<Value> {
+        match self.peek()? {
+            b'{' => {
+                let mut map = Map::new();
+                self.object(|s, key| {
+                    let value = s.value()?;
+                    map.insert(key.into_owned(), value);
+                    Some(())
+                })?;
+                Some(Value::Object(map))
+            }
+            b'[' => {
+                let mut items = Vec::new();
+                self.array(|s| {
+                    items.push(s.value()?);
+                    Some(())
+                })?;
+                Some(Value::Array(items))
+            }
+            b'"' => {
+                self.at += 1;
+                self.string().map(|s| Value::String(s.into_owned()))
+            }
+            b't' => self.literal("true").map(|()| Value::Bool(true)),
+            b'f' => self.literal("false").map(|()| Value::Bool(false)),
+            b'n' => self.literal("null").map(|()| Value::Null),
+            // the grammar checked here, the number itself (integer or float) serde_json's
+            _ => {
+                let start = self.at;
+                self.number()?;
+                serde_json::from_str(self.text.get(start..self.at)?).ok()
+            }
+        }
     }
 
     /// The `items` array: objects, each kept as the masks keep it.
