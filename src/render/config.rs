@@ -511,7 +511,9 @@ fn apply_tracing_labels(v: Values<'_, '_>, layers: &Layers<'_>) {
     let tracing = &mut v.to_mut().proxy.tracing;
     for (k, val) in layers.pod {
         if let Some(label) = k.strip_prefix("resource.opentelemetry.io/") {
-            tracing.labels.insert(label.to_string(), val.clone());
+            tracing
+                .labels
+                .insert(label.to_string().into(), val.clone().into());
         }
     }
     if let Some(name) = layers
@@ -519,7 +521,7 @@ fn apply_tracing_labels(v: Values<'_, '_>, layers: &Layers<'_>) {
         .get("app.kubernetes.io/instance")
         .or_else(|| layers.labels.get("app.kubernetes.io/name"))
     {
-        tracing.labels.insert("service.name".into(), name.clone());
+        tracing.labels.insert("service.name".into(), name.clone().into());
     }
 }
 

@@ -290,7 +290,9 @@ pub struct Tracing {
     pub enabled: bool,
     pub protocol: Text,
     pub trace_service_name: Text,
-    pub labels: BTreeMap<String, String>,
+    // `Text`: the three default labels borrowed, since serde builds this default for every
+    // `Proxy` it decodes
+    pub labels: BTreeMap<Text, Text>,
     pub collector: Collector,
 }
 
@@ -307,7 +309,7 @@ impl Default for Tracing {
             trace_service_name: "linkerd-proxy".into(),
             labels: labels
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .map(|(k, v)| (Text::Borrowed(k), Text::Borrowed(v)))
                 .collect(),
             collector: Collector::default(),
         }
