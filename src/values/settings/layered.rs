@@ -149,10 +149,34 @@ impl<'a> Layered<'a> {
     /// layers that set it, from the top down to the first that is not a mapping (which stands
     /// alone when it is the top), then a partial block's default below.
     fn child(&self, key: &'a str, at: usize, here: Layer<'a>) -> Result<Self, Error> {
-        if self.below == 0 && self.layers.get(at + 1).is_none_or(Option::is_none) {
-            // the common node: one layer, no partial block below
-            return Ok(self.below_with([Some(here), None, None]));
+        let alone = self.layers.get(at + 1).is_none_or(Option::is_none);
+        let mut child = if alone {
+            // the common node: one layer (no layer above `at` to look the key up in)
+            self.below_with([Some(here), None, None])
+        } else {
+            self.below_with(self.stacked(key, at, here)?)
+        };
+        if self.below == 0 {
+            return Ok(child);
         }
+        let mut default = None;
+        for (bit, (path, value)) in self.partials.iter().enumerate() {
+            if self.below & (1 << bit) != 0 && path.get(self.depth) == Some(&key) {
+                child.below |= 1 << bit;
+                if path.len() == child.depth {
+                    default = Some(value);
+                }
+            }
+        }
+        if let Some(default) = default {
+            child.under(Layer::Default(default))?;
+        }
+        Ok(child)
+    }
+
+    /// The layers above `at` that set `key`, from the top down to the first that is not a
+    /// mapping, over `here`: lowest first.
+    fn stacked(&self, key: &'a str, at: usize, here: Layer<'a>) -> Result<[Option<Layer<'a>>; 3], Error> {
         let above = self.layers.iter().skip(at + 1).rev().flatten();
         let nodes = above.filter_map(|l| l.child(key)).chain(std::iter::once(here));
         let mut found: [Option<Layer<'a>>; 3] = [None; 3];
@@ -174,20 +198,7 @@ impl<'a> Layered<'a> {
         if let Some(run) = found.get_mut(..n) {
             run.reverse();
         }
-        let mut child = self.below_with(found);
-        let mut default = None;
-        for (bit, (path, value)) in self.partials.iter().enumerate() {
-            if self.below & (1 << bit) != 0 && path.get(self.depth) == Some(&key) {
-                child.below |= 1 << bit;
-                if path.len() == child.depth {
-                    default = Some(value);
-                }
-            }
-        }
-        if let Some(default) = default {
-            child.under(Layer::Default(default))?;
-        }
-        Ok(child)
+        Ok(found)
     }
 
     /// A node one level below this one, over `layers`, with no partial block below it yet.
