@@ -317,3 +317,30 @@ proptest! {
         prop_assert_eq!(fast, payload_by_serde(&text));
     }
 }
+
+/// Answers as Kubewarden's engine sends them (tests/fixtures/host-answers): each is read by
+/// this reader, and as serde_json reads it.
+#[test]
+fn the_engines_own_answers() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/host-answers");
+    let masks: std::collections::BTreeMap<String, Vec<String>> =
+        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/masks.json")).unwrap()).unwrap();
+    assert_eq!(masks.len(), 4);
+    for (file, masks) in masks {
+        let text = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+        let masks: Vec<&str> = masks.iter().map(String::as_str).collect();
+        if file.ends_with("-list.json") {
+            assert_eq!(
+                items(&text, &masks),
+                Some(read_items(&text, &masks).unwrap()),
+                "{file}"
+            );
+        } else {
+            assert_eq!(
+                object(&text, &masks),
+                Some(read_object(&text, &masks).unwrap()),
+                "{file}"
+            );
+        }
+    }
+}
