@@ -36,3 +36,20 @@ pub fn equal(x: u64, b: u8) -> u64 {
 pub fn lowest(flags: u64) -> Option<usize> {
     (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
 }
+
+/// Where the first byte at or after `from` sits that a JSON string cannot hold as it is: a
+/// control character, a quote or a backslash (what the answer's writer escapes and what the
+/// input reader stops at), eight bytes tested at once.
+pub fn next_json_special(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut at = from;
+    while let Some(x) = bytes.get(at..at + 8).and_then(of) {
+        if let Some(i) = lowest(control(x) | equal(x, b'"') | equal(x, b'\\')) {
+            return Some(at + i);
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..)?;
+    rest.iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+        .map(|i| at + i)
+}

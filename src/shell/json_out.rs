@@ -63,7 +63,7 @@ impl Writer {
 /// Appends `bytes` (UTF-8) with JSON's escapes, as serde_json writes them.
 fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
     let mut start = 0;
-    while let Some(at) = next_to_escape(bytes, start) {
+    while let Some(at) = word::next_json_special(bytes, start) {
         out.extend_from_slice(bytes.get(start..at).unwrap_or_default());
         let byte = bytes.get(at).copied().unwrap_or_default();
         match byte {
@@ -83,22 +83,6 @@ fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
         start = at + 1;
     }
     out.extend_from_slice(bytes.get(start..).unwrap_or_default());
-}
-
-/// The first byte from `from` that JSON escapes: a control character, a quote or a backslash.
-fn next_to_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    while let Some(x) = bytes.get(at..at + 8).and_then(word::of) {
-        let flags = word::control(x) | word::equal(x, b'"') | word::equal(x, b'\\');
-        if let Some(i) = word::lowest(flags) {
-            return Some(at + i);
-        }
-        at += 8;
-    }
-    let rest = bytes.get(at..)?;
-    rest.iter()
-        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
-        .map(|i| at + i)
 }
 
 /// A list or mapping being written.

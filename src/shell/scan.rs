@@ -381,7 +381,7 @@ impl<'a> Scanner<'a> {
         let start = self.at;
         let mut owned: Option<String> = None;
         loop {
-            let at = next_special(self.text.as_bytes(), self.at)?;
+            let at = word::next_json_special(self.text.as_bytes(), self.at)?;
             let segment = self.text.get(self.at..at)?;
             match self.text.as_bytes().get(at)? {
                 b'"' => {
@@ -433,7 +433,7 @@ impl<'a> Scanner<'a> {
     fn skip_string(&mut self) -> Option<()> {
         let bytes = self.text.as_bytes();
         loop {
-            let at = next_special(bytes, self.at)?;
+            let at = word::next_json_special(bytes, self.at)?;
             match bytes.get(at)? {
                 b'"' => {
                     self.at = at + 1;
@@ -451,23 +451,6 @@ impl<'a> Scanner<'a> {
             }
         }
     }
-}
-
-/// Where the first quote, backslash or control character at or after `from` sits; eight bytes
-/// tested at once.
-fn next_special(bytes: &[u8], from: usize) -> Option<usize> {
-    let mut at = from;
-    while let Some(x) = bytes.get(at..at + 8).and_then(word::of) {
-        let flags = word::control(x) | word::equal(x, b'"') | word::equal(x, b'\\');
-        if let Some(i) = word::lowest(flags) {
-            return Some(at + i);
-        }
-        at += 8;
-    }
-    let rest = bytes.get(at..)?;
-    rest.iter()
-        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
-        .map(|i| at + i)
 }
 
 #[cfg(test)]

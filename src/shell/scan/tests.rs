@@ -1,12 +1,13 @@
-//! The answer reader against the serde reader: tables of shapes and malformed texts, Linkerd's
-//! own ConfigMaps, Namespaces as policy-server answers them, and properties over any ConfigMap
-//! list and any document.
+//! The reader against the serde readers: tables of shapes and malformed texts, Linkerd's own
+//! ConfigMaps, the engine's recorded answers, Namespaces as policy-server answers them, payloads,
+//! and properties over any ConfigMap list, payload and document.
 
 use super::*;
 use crate::shell::masked::{read_items, read_object};
 use crate::shell::payload::{Payload, RequestFields, Shape};
 use proptest::prelude::*;
 use rstest::rstest;
+use serde::Deserialize;
 use serde_json::json;
 
 /// What the general reader answers for `text` with the mask `data`.
@@ -107,8 +108,6 @@ fn linkerds_config_maps() {
     let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(&text).unwrap()).unwrap();
     agrees(&pretty, true);
 }
-
-use serde::Deserialize;
 
 fn strings() -> impl Strategy<Value = String> {
     prop_oneof![".*", "[\\u{0}-\\u{7f}\"\\\\/]{0,40}", "[a-z\n\" ]{0,200}"]
