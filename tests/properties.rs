@@ -26,6 +26,22 @@ fn scalar() -> impl Strategy<Value = Value> {
     ]
 }
 
+/// Fields the shell's reader leaves out of the core's tree (a container's environment,
+/// arguments and resources), in any shape: the answer holds them as they came.
+fn unread_fields() -> impl Strategy<Value = Map<String, Value>> {
+    let key = prop::sample::select(&["env", "envFrom", "args", "command", "resources"][..]);
+    let value = prop_oneof![
+        scalar(),
+        prop::collection::vec(scalar(), 0..3).prop_map(Value::Array),
+        Just(
+            json!([{"name": "A", "value": "x\n\"y\""}, {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}])
+        ),
+        Just(json!({"limits": {"cpu": "1"}, "requests": {"memory": "1Gi"}})),
+    ];
+    prop::collection::btree_map(key, value, 0..3)
+        .prop_map(|m| m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 /// Unknown fields anywhere must survive.
 fn extra_fields() -> impl Strategy<Value = Map<String, Value>> {
     prop::collection::btree_map("x[A-Za-z]{1,6}", scalar(), 0..3).prop_map(|m| m.into_iter().collect())
@@ -36,9 +52,10 @@ fn container() -> impl Strategy<Value = Value> {
         name(),
         prop::collection::vec(1..70000i64, 0..3),
         extra_fields(),
+        unread_fields(),
         any::<bool>(),
     )
-        .prop_map(|(n, ports, extra, probe)| {
+        .prop_map(|(n, ports, extra, unread, probe)| {
             let mut c = json!({"name": n, "image": "img"});
             if !ports.is_empty() {
                 c["ports"] = ports.iter().map(|p| json!({"containerPort": p})).collect();
@@ -47,6 +64,7 @@ fn container() -> impl Strategy<Value = Value> {
                 c["readinessProbe"] = json!({"httpGet": {"port": 8081, "path": "/"}});
             }
             c.as_object_mut().unwrap().extend(extra);
+            c.as_object_mut().unwrap().extend(unread);
             c
         })
 }
@@ -115,9 +133,10 @@ fn pod() -> impl Strategy<Value = Value> {
             let mut p = json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"generateName": "web-", "namespace": "shop", "annotations": annotations,
-                    "creationTimestamp": null, "labels": {"app": "web"}},
+                    "creationTimestamp": null, "labels": {"app": "web"},
+                    "managedFields": [{"manager": "kube-controller-manager", "fieldsV1": {"f:spec": {}}}]},
                 "spec": {"containers": containers, "hostNetwork": host_network},
-                "status": {}
+                "status": {"phase": "Pending", "conditions": [{"type": "x"}]}
             });
             if !inits.is_empty() {
                 p["spec"]["initContainers"] = json!(inits);

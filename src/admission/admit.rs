@@ -10,9 +10,10 @@ use crate::admission::pod;
 use crate::admission::verify;
 use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
+use crate::render::Context;
+use crate::render::additions::Additions;
 use crate::render::config::{self, Layers};
 use crate::render::inject::Plan;
-use crate::render::{Context, ProxyContainer};
 use crate::values::config_maps::ControlPlaneReads;
 use crate::values::linkerd_config::{Read, Values};
 use crate::values::settings::{LookupFailure, Mode, Settings};
@@ -43,41 +44,24 @@ fn template_path(kind: &str) -> Option<&'static [&'static str]> {
     }
 }
 
-/// What to add to the request's object: decided on the borrowed object, applied to an owned
-/// one (the shell's, so the request object is never cloned).
+/// What to add to the request's object: decided on the borrowed object, carried out on the
+/// core's own tree ([`Admission::finish`]) or on the request's bytes by the shell.
 #[derive(Debug)]
-pub enum Edit {
-    Inject {
-        path: &'static [&'static str],
-        plan: Box<Plan>,
-    },
-    Annotate {
-        path: &'static [&'static str],
-        additions: BTreeMap<String, String>,
-    },
+pub struct Edit {
+    /// The template's path from the object's root (empty for a Pod or a Service itself).
+    pub path: &'static [&'static str],
+    pub additions: Additions,
 }
 
 impl Edit {
     /// Applies the edit; `false` when the path does not lead to an object.
     pub fn apply(self, object: &mut Value) -> bool {
-        match self {
-            Edit::Inject { path, plan } => match navigate_mut(object, path) {
-                Some(target) => {
-                    plan.apply(target);
-                    true
-                }
-                None => false,
-            },
-            Edit::Annotate { path, additions } => match navigate_mut(object, path) {
-                Some(target) => {
-                    let annotations = pod::object_entry(pod::object_entry(target, "metadata"), "annotations");
-                    for (k, v) in additions {
-                        annotations.insert(k, Value::String(v));
-                    }
-                    true
-                }
-                None => false,
-            },
+        match navigate_mut(object, self.path) {
+            Some(target) => {
+                self.additions.apply(target);
+                true
+            }
+            None => false,
         }
     }
 }
@@ -94,62 +78,16 @@ impl From<Outcome> for Admission {
     }
 }
 
-/// The proxy container of an injection, held out of the mutated object: it goes in the list at
-/// `path` (keys from the object's root), at `index`.
-#[derive(Debug)]
-pub struct Held {
-    pub path: Vec<&'static str>,
-    pub index: usize,
-    pub proxy: ProxyContainer,
-}
-
-impl Held {
-    /// Puts the container in its place in `object` (the mutated object it was held out of).
-    pub fn insert_into(self, object: &mut Value) {
-        let list = self.path.iter().try_fold(object, |v, k| v.get_mut(*k));
-        if let Some(Value::Array(items)) = list {
-            items.insert(self.index.min(items.len()), self.proxy.into_value());
-        }
-    }
-}
-
 impl Admission {
     /// Applies the edit to `object` (the request's object, owned).
-    pub fn finish(self, object: Value) -> Outcome {
-        let (mut out, held) = self.finish_holding(object);
-        if let (Some(held), Some(mutated)) = (held, out.mutated.as_mut()) {
-            held.insert_into(mutated);
+    pub fn finish(self, mut object: Value) -> Outcome {
+        let mut out = self.outcome;
+        if let Some(edit) = self.edit
+            && edit.apply(&mut object)
+        {
+            out.mutated = Some(object);
         }
         out
-    }
-
-    /// [`Admission::finish`] with an injection's proxy container held out of the mutated object,
-    /// for the shell to write typed into the answer.
-    pub fn finish_holding(self, mut object: Value) -> (Outcome, Option<Held>) {
-        let mut out = self.outcome;
-        let held = match self.edit {
-            Some(Edit::Inject { path, plan }) => match navigate_mut(&mut object, path) {
-                Some(target) => {
-                    let h = plan.apply_holding_proxy(target);
-                    out.mutated = Some(object);
-                    let path = path.iter().copied().chain(["spec", h.list]).collect();
-                    Some(Held {
-                        path,
-                        index: h.index,
-                        proxy: h.proxy,
-                    })
-                }
-                None => None,
-            },
-            Some(edit) => {
-                if edit.apply(&mut object) {
-                    out.mutated = Some(object);
-                }
-                None
-            }
-            None => None,
-        };
-        (out, held)
     }
 }
 
@@ -311,9 +249,9 @@ fn admit_service(req: &Request<'_>, values: &Values<'_, '_>, cluster: &dyn Clust
     let ns_value = ns_ann.get(ann::OPAQUE_PORTS).map(String::as_str);
     let value = opaque::default_annotation("Service", spec, ns_value, || values.opaque_ports());
     let out = Outcome::unchanged(Verdict::NotApplicable);
-    let edit = value.map(|value| Edit::Annotate {
+    let edit = value.map(|value| Edit {
         path: &[],
-        additions: BTreeMap::from([(ann::OPAQUE_PORTS.to_string(), value)]),
+        additions: Additions::annotations(BTreeMap::from([(ann::OPAQUE_PORTS.to_string(), value)])),
     });
     Admission { outcome: out, edit }
 }
@@ -517,9 +455,9 @@ fn injected(
     );
     Ok(Admission {
         outcome: injected_outcome(config.warnings, config.rendering.audit_note(), owner, resolution),
-        edit: Some(Edit::Inject {
+        edit: Some(Edit {
             path: t.path,
-            plan: Box::new(plan),
+            additions: plan.into_additions(),
         }),
     })
 }
@@ -648,9 +586,9 @@ fn skipped(t: &Template<'_>, reasons: Vec<decide::SkipReason>, values: &Values<'
     }
     out.audit_annotations
         .insert(INJECTION_AUDIT_KEY.into(), skipped_audit(&text));
-    let edit = (!additions.is_empty()).then_some(Edit::Annotate {
+    let edit = (!additions.is_empty()).then(|| Edit {
         path: t.path,
-        additions,
+        additions: Additions::annotations(additions),
     });
     Admission { outcome: out, edit }
 }

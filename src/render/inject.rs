@@ -1,9 +1,9 @@
 //! Adds the proxy to a pod (or pod template) object, editing its raw JSON: additions only,
 //! at the positions Linkerd's patch uses.
 
-use crate::admission::pod::{array_entry, object_entry};
+use crate::render::additions::{Addition, Additions, Item, Path};
 use crate::render::{self, Context, ProxyContainer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Everything to add, rendered from the untouched pod.
@@ -52,63 +52,40 @@ impl Plan {
         }
     }
 
-    /// Applies the plan to `template` (an object with `metadata` and `spec`).
-    pub fn apply(self, template: &mut Map<String, Value>) {
-        let held = self.apply_holding_proxy(template);
-        let list = array_entry(object_entry(template, "spec"), held.list);
-        list.insert(held.index.min(list.len()), held.proxy.into_value());
-    }
-
-    /// Applies all of the plan but the proxy container, and says where it goes: the shell
-    /// writes it typed into the answer ([`HeldProxy`]), never as a JSON tree.
-    pub fn apply_holding_proxy(self, template: &mut Map<String, Value>) -> HeldProxy {
-        let meta = object_entry(template, "metadata");
-        let annotations = object_entry(meta, "annotations");
-        for (k, v) in self.annotations {
-            annotations.insert(k, Value::String(v));
-        }
-        let labels = object_entry(meta, "labels");
-        for (k, v) in self.labels {
-            labels.insert(k, Value::String(v));
-        }
-        let spec = object_entry(template, "spec");
-        array_entry(spec, "volumes");
-        array_entry(spec, "initContainers");
-        if let Some(xt) = self.xtables_volume {
-            array_entry(spec, "volumes").push(xt);
-        }
-        let inits = array_entry(spec, "initContainers");
+    /// The plan as additions, at Linkerd's positions: `linkerd-init` last of the init containers
+    /// (first, and the proxy second, with native sidecars); the proxy first of the containers
+    /// with proxy-await (the default), else last, after the debug sidecar; volumes last.
+    pub fn into_additions(self) -> Additions {
+        let mut volumes: Vec<Item> = self.xtables_volume.into_iter().map(Item::Value).collect();
+        volumes.extend(self.volumes.into_iter().map(Item::Value));
+        let proxy = Item::Proxy(Box::new(self.proxy));
+        let debug: Vec<Item> = self.debug.into_iter().map(Item::Value).collect();
+        let list = |first: Vec<Item>, last: Vec<Item>| Addition::List { first, last };
+        let mut additions = vec![
+            (ANNOTATIONS, Addition::Strings(self.annotations)),
+            (LABELS, Addition::Strings(self.labels)),
+            (VOLUMES, list(vec![], volumes)),
+        ];
         if self.native {
-            inits.insert(0, self.init);
+            additions.push((INIT_CONTAINERS, list(vec![Item::Value(self.init), proxy], vec![])));
+            if !debug.is_empty() {
+                additions.push((CONTAINERS, list(vec![], debug)));
+            }
         } else {
-            inits.push(self.init);
+            additions.push((INIT_CONTAINERS, list(vec![], vec![Item::Value(self.init)])));
+            let containers = if self.proxy_first {
+                list(vec![proxy], debug)
+            } else {
+                list(vec![], debug.into_iter().chain([proxy]).collect())
+            };
+            additions.push((CONTAINERS, containers));
         }
-        if let Some(debug) = self.debug {
-            array_entry(spec, "containers").push(debug);
-        }
-        array_entry(spec, "volumes").extend(self.volumes);
-        let (list, index) = if self.native {
-            ("initContainers", 1.min(array_entry(spec, "initContainers").len()))
-        } else if self.proxy_first {
-            ("containers", 0)
-        } else {
-            ("containers", array_entry(spec, "containers").len())
-        };
-        // the list exists from here on, so the proxy always has a place
-        array_entry(spec, list);
-        HeldProxy {
-            list,
-            index,
-            proxy: self.proxy,
-        }
+        Additions(additions)
     }
 }
 
-/// The proxy container, and its place in the template: `spec.<list>[index]`, the items from
-/// `index` on moved one along.
-#[derive(Debug)]
-pub struct HeldProxy {
-    pub list: &'static str,
-    pub index: usize,
-    pub proxy: ProxyContainer,
-}
+const ANNOTATIONS: Path = &["metadata", "annotations"];
+const LABELS: Path = &["metadata", "labels"];
+const VOLUMES: Path = &["spec", "volumes"];
+const INIT_CONTAINERS: Path = &["spec", "initContainers"];
+const CONTAINERS: Path = &["spec", "containers"];

@@ -1,6 +1,7 @@
 //! What injection adds to a pod: containers, init containers and volumes, as JSON values, but
 //! for the proxy container, which is typed ([`ProxyContainer`]) and written by the shell in place.
 
+pub mod additions;
 pub mod config;
 mod containers;
 mod env;

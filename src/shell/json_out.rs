@@ -12,14 +12,26 @@ use serde::ser;
 use serde_json::Error;
 
 /// `serde_json::to_vec(value)`, byte for byte.
-pub(crate) fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
+#[cfg(test)]
+fn to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
+    let mut out = Vec::new();
+    append(&mut out, value).map(|()| out)
+}
+
+/// `serde_json::to_writer(out, value)`, byte for byte: ours where it can, serde_json's where
+/// it cannot (a map key that is not a string).
+pub(crate) fn append<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), Error> {
+    let mark = out.len();
     let mut writer = Writer {
-        out: Vec::with_capacity(8192),
+        out: std::mem::take(out),
     };
-    match value.serialize(&mut writer) {
-        Ok(()) => Ok(writer.out),
-        Err(_) => serde_json::to_vec(value),
+    let written = value.serialize(&mut writer);
+    *out = writer.out;
+    if written.is_err() {
+        out.truncate(mark);
+        serde_json::to_writer(&mut *out, value)?;
     }
+    Ok(())
 }
 
 struct Writer {
@@ -301,7 +313,7 @@ impl ser::SerializeMap for Compound<'_> {
 fields!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -374,7 +386,7 @@ mod tests {
         }
     }
 
-    fn document() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+    pub(crate) fn document() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
         use proptest::prelude::*;
         let leaf = prop_oneof![
             Just(serde_json::Value::Null),

@@ -5,6 +5,6 @@ mod json_out;
 pub mod kubewarden_cluster;
 mod masked;
 mod payload;
+mod rewrite;
 mod scan;
-mod spliced;
 pub mod wire;

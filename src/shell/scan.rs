@@ -102,17 +102,62 @@ impl Keep {
     }
 }
 
+/// Where a value of the request's object lies, for what is left out of its tree: the core reads
+/// a container's name, image, ports, probes, mounts and security context, never its
+/// environment, arguments or resources; nor the object's `status` or `managedFields`. What is
+/// left out is still checked as JSON, and the answer is written from the object's text
+/// ([`super::rewrite`]), so nothing of it is lost.
+#[derive(Clone, Copy, PartialEq)]
+enum Prune {
+    Root,
+    Any,
+    Metadata,
+    Containers,
+    Container,
+}
+
+/// A container's fields the core never reads.
+const CONTAINER_UNREAD: &[&str] = &["args", "command", "env", "envFrom", "resources"];
+
+impl Prune {
+    /// Where the value of member `key` lies; `None` when it is left out.
+    fn member(self, key: &str) -> Option<Prune> {
+        let left_out = match self {
+            Prune::Root => key == "status",
+            Prune::Metadata => key == "managedFields",
+            Prune::Container => CONTAINER_UNREAD.contains(&key),
+            Prune::Any | Prune::Containers => false,
+        };
+        if left_out {
+            return None;
+        }
+        Some(match key {
+            "metadata" => Prune::Metadata,
+            "containers" | "initContainers" | "ephemeralContainers" => Prune::Containers,
+            _ => Prune::Any,
+        })
+    }
+
+    /// Where the items of a list lie.
+    fn item(self) -> Prune {
+        match self {
+            Prune::Containers => Prune::Container,
+            _ => Prune::Any,
+        }
+    }
+}
+
 /// Below serde_json's recursion limit (128), so a document this reader takes, serde_json takes.
 const MAX_DEPTH: usize = 64;
 
-struct Scanner<'a> {
+pub(super) struct Scanner<'a> {
     text: &'a str,
-    at: usize,
+    pub(super) at: usize,
     depth: usize,
 }
 
 impl<'a> Scanner<'a> {
-    fn new(text: &'a str) -> Self {
+    pub(super) fn new(text: &'a str) -> Self {
         Self {
             text,
             at: 0,
@@ -121,23 +166,23 @@ impl<'a> Scanner<'a> {
     }
 
     /// Whether only whitespace is left.
-    fn end(&mut self) -> bool {
+    pub(super) fn end(&mut self) -> bool {
         self.space();
         self.at == self.text.len()
     }
 
-    fn peek(&self) -> Option<u8> {
+    pub(super) fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.at).copied()
     }
 
-    fn space(&mut self) {
+    pub(super) fn space(&mut self) {
         while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.at += 1;
         }
     }
 
     /// The next byte after whitespace, consumed.
-    fn next(&mut self) -> Option<u8> {
+    pub(super) fn next(&mut self) -> Option<u8> {
         self.space();
         let b = self.peek()?;
         self.at += 1;
@@ -189,7 +234,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn open(&mut self, bracket: u8) -> Option<()> {
+    pub(super) fn open(&mut self, bracket: u8) -> Option<()> {
         if self.next()? != bracket || self.depth >= MAX_DEPTH {
             return None;
         }
@@ -198,7 +243,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// After the closing bracket.
-    fn close(&mut self) -> Option<()> {
+    pub(super) fn close(&mut self) -> Option<()> {
         self.depth -= 1;
         Some(())
     }
@@ -211,7 +256,12 @@ impl<'a> Scanner<'a> {
                 "kind" => &mut fields.kind,
                 "operation" => &mut fields.operation,
                 "namespace" => &mut fields.namespace,
-                "object" => &mut fields.object,
+                "object" => {
+                    let start = s.at;
+                    fields.object = s.pruned(Prune::Root)?;
+                    fields.object_span = Some(start..s.at);
+                    return Some(());
+                }
                 _ => return s.skip(),
             };
             *slot = s.value()?;
@@ -253,6 +303,34 @@ impl<'a> Scanner<'a> {
                 self.number()?;
                 serde_json::from_str(self.text.get(start..self.at)?).ok()
             }
+        }
+    }
+
+    /// The request's object, built but for what the core never reads ([`Prune`]).
+    fn pruned(&mut self, at: Prune) -> Option<Value> {
+        match self.peek()? {
+            b'{' => {
+                let mut map = Map::new();
+                self.object(|s, key| {
+                    let Some(below) = at.member(&key) else {
+                        return s.skip();
+                    };
+                    let value = s.pruned(below)?;
+                    map.insert(key.into_owned(), value);
+                    Some(())
+                })?;
+                Some(Value::Object(map))
+            }
+            b'[' => {
+                let mut items = Vec::new();
+                let each = at.item();
+                self.array(|s| {
+                    items.push(s.pruned(each)?);
+                    Some(())
+                })?;
+                Some(Value::Array(items))
+            }
+            _ => self.value(),
         }
     }
 
@@ -322,7 +400,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Any JSON value, checked and skipped.
-    fn skip(&mut self) -> Option<()> {
+    pub(super) fn skip(&mut self) -> Option<()> {
         match self.peek()? {
             b'{' => self.object(|s, _| s.skip()),
             b'[' => self.array(Self::skip),
@@ -377,7 +455,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// The string whose opening quote was just read: borrowed unless it has escapes.
-    fn string(&mut self) -> Option<Cow<'a, str>> {
+    pub(super) fn string(&mut self) -> Option<Cow<'a, str>> {
         let start = self.at;
         let mut owned: Option<String> = None;
         loop {

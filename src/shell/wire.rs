@@ -1,17 +1,15 @@
 //! The waPC payloads: decoding `validate` / `validate_settings` input and encoding the
 //! answers as the SDK's own `ValidationResponse` and `SettingsValidationResponse`.
 
-use crate::admission::admit::{self, Held, Request};
+use crate::admission::admit::{self, Admission, Request};
 use crate::admission::outcome::{Outcome, Verdict};
 use crate::cluster::Cluster;
 use crate::shell::payload::{Payload, RequestFields, Shape};
-use crate::shell::scan;
-use crate::shell::spliced::Spliced;
+use crate::shell::{json_out, rewrite, scan};
 use crate::values::settings::Settings;
 /// The answers' types: the SDK's own (re-exported for the playground and the tests that read them).
 pub use kubewarden_policy_sdk::{response::ValidationResponse, settings::SettingsValidationResponse};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// Answers `validate_settings`.
 pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
@@ -31,11 +29,10 @@ pub fn validate_settings(payload: &[u8]) -> Vec<u8> {
 /// Answers `validate`: decode, run the core, encode. Never fails: a malformed payload is a
 /// rejection whose message names what is wrong.
 pub fn validate(payload: &[u8], cluster: &dyn Cluster) -> Vec<u8> {
-    let (outcome, held) = match decode(payload) {
-        Ok((request, settings)) => evaluate(request, &settings, cluster),
-        Err(message) => (Outcome::rejected(message), None),
-    };
-    encode(outcome, held.as_ref())
+    match decode(payload) {
+        Ok((request, settings, text)) => evaluate(request, text, &settings, cluster),
+        Err(message) => encode(&Outcome::rejected(message), None),
+    }
 }
 
 /// `serde_json::from_slice` with the bytes checked as UTF-8 once, up front: reading from a
@@ -48,9 +45,11 @@ pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_j
     }
 }
 
-fn decode(payload: &[u8]) -> Result<(RequestFields, Settings), String> {
+/// The request, the settings, and the request object's text when our reader read the payload.
+fn decode(payload: &[u8]) -> Result<(RequestFields, Settings, Option<&str>), String> {
     // our reader where it is sure, serde_json's otherwise (and for every error)
-    let scanned = std::str::from_utf8(payload).ok().and_then(scan::payload);
+    let text = std::str::from_utf8(payload).ok();
+    let scanned = text.and_then(scan::payload);
     let payload: Shape<Payload> = match scanned {
         Some(payload) => Shape::Object(payload),
         None => from_json(payload).map_err(|e| format!("validate payload: not a valid request: {e}"))?,
@@ -65,12 +64,19 @@ fn decode(payload: &[u8]) -> Result<(RequestFields, Settings), String> {
     let Shape::Object(request) = request else {
         return Err("request: must be an AdmissionRequest object".into());
     };
-    Ok((request, settings))
+    let object_text = request.object_span.clone().and_then(|span| text?.get(span));
+    Ok((request, settings, object_text))
 }
 
-/// Decides on the borrowed object, then applies the additions to the request's own object
-/// (moved out of the request, never cloned), an injection's proxy container held out of it.
-fn evaluate(request: RequestFields, settings: &Settings, cluster: &dyn Cluster) -> (Outcome, Option<Held>) {
+/// Decides on the object as read; the mutated object is written from the object's own text
+/// when our reader read it (its tree then lacks what the core never reads), else the edit is
+/// applied to the tree.
+fn evaluate(
+    request: RequestFields,
+    text: Option<&str>,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Vec<u8> {
     let object = request.object;
     let req = Request {
         kind: request.kind.get("kind").and_then(Value::as_str).unwrap_or(""),
@@ -80,57 +86,77 @@ fn evaluate(request: RequestFields, settings: &Settings, cluster: &dyn Cluster) 
     };
     if req.operation == "CREATE" && !object.is_object() && matches!(req.kind, "Pod" | "Service") {
         let message = format!("request.object: a {} CREATE must carry the object", req.kind);
-        return (Outcome::rejected(message), None);
+        return encode(&Outcome::rejected(message), None);
     }
     let admission = admit::admit_edit(&req, settings, cluster);
-    admission.finish_holding(object)
-}
-
-/// The SDK's `ValidationResponse`, field for field, with the mutated object written in place
-/// (an injection's proxy container spliced into it) rather than built as one tree.
-#[derive(serde::Serialize)]
-struct Answer<'a> {
-    accepted: bool,
-    message: Option<String>,
-    code: Option<u16>,
-    mutated_object: Option<Mutated<'a>>,
-    audit_annotations: Option<&'a BTreeMap<String, String>>,
-    warnings: Option<&'a [String]>,
-}
-
-#[derive(serde::Serialize)]
-#[serde(untagged)]
-enum Mutated<'a> {
-    Whole(&'a Value),
-    Spliced(Spliced<'a>),
-}
-
-/// Encodes an outcome; `held` is the proxy container an injection held out of its mutated object.
-fn encode(outcome: Outcome, held: Option<&Held>) -> Vec<u8> {
-    let mutated = match (&outcome.mutated, held) {
-        (Some(object), Some(held)) => Some(Spliced { object, held }),
-        _ => None,
-    };
-    if mutated.as_ref().is_some_and(|s| !s.has_place()) {
-        let message = "internal error: the proxy container has no place in the mutated object";
-        return encode(Outcome::rejected(message), None);
+    match (admission.edit, text) {
+        (Some(edit), Some(text)) => {
+            let mut written = Vec::with_capacity(2 * text.len() + 8192);
+            match rewrite::rewrite(text, &edit, &mut written) {
+                Some(true) => encode(&admission.outcome, Some(Mutated::Text(&written))),
+                Some(false) => encode(&admission.outcome, None),
+                None => {
+                    let message = "internal error: the request's object could not be written again";
+                    encode(&Outcome::rejected(message), None)
+                }
+            }
+        }
+        (edit, _) => {
+            let outcome = Admission {
+                outcome: admission.outcome,
+                edit,
+            }
+            .finish(object);
+            encode(&outcome, outcome.mutated.as_ref().map(Mutated::Tree))
+        }
     }
-    let (accepted, message) = match outcome.verdict {
+}
+
+/// The mutated object: a tree, or JSON text written from the request's own.
+enum Mutated<'a> {
+    Tree(&'a Value),
+    Text(&'a [u8]),
+}
+
+/// Encodes an outcome as the SDK's `ValidationResponse` writes it, field for field, with the
+/// mutated object in place.
+fn encode(outcome: &Outcome, mutated: Option<Mutated<'_>>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(match mutated {
+        Some(Mutated::Text(text)) => text.len() + 1024,
+        _ => 8192,
+    });
+    let (accepted, message) = match &outcome.verdict {
         Verdict::Rejected(m) => (false, Some(m)),
         _ => (true, None),
     };
-    let answer = Answer {
-        accepted,
-        message,
-        code: None,
-        mutated_object: match mutated {
-            Some(spliced) => Some(Mutated::Spliced(spliced)),
-            None => outcome.mutated.as_ref().map(Mutated::Whole),
-        },
-        audit_annotations: (!outcome.audit_annotations.is_empty()).then_some(&outcome.audit_annotations),
-        warnings: (!outcome.warnings.is_empty()).then_some(&outcome.warnings[..]),
-    };
-    crate::shell::json_out::to_vec(&answer).unwrap_or_default()
+    out.extend_from_slice(if accepted {
+        b"{\"accepted\":true,\"message\":"
+    } else {
+        b"{\"accepted\":false,\"message\":"
+    });
+    let written = json_out::append(&mut out, &message).and_then(|()| {
+        out.extend_from_slice(b",\"code\":null,\"mutated_object\":");
+        match mutated {
+            None => out.extend_from_slice(b"null"),
+            Some(Mutated::Tree(object)) => json_out::append(&mut out, object)?,
+            Some(Mutated::Text(text)) => out.extend_from_slice(text),
+        }
+        out.extend_from_slice(b",\"audit_annotations\":");
+        let audit = &outcome.audit_annotations;
+        json_out::append(&mut out, &(!audit.is_empty()).then_some(audit))?;
+        out.extend_from_slice(b",\"warnings\":");
+        json_out::append(
+            &mut out,
+            &(!outcome.warnings.is_empty()).then_some(&outcome.warnings),
+        )?;
+        out.push(b'}');
+        Ok(())
+    });
+    match written {
+        Ok(()) => out,
+        // JSON of strings and a tree: serde_json writes it if ours does not
+        Err(_) => Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -153,7 +179,7 @@ mod tests {
             audit_annotations: Some([("k".to_string(), "v".to_string())].into()),
             warnings: Some(vec!["w".into()]),
         };
-        assert_eq!(encode(rejected, None), serde_json::to_vec(&sdk).unwrap());
+        assert_eq!(encode(&rejected, None), serde_json::to_vec(&sdk).unwrap());
 
         let mut mutated = Outcome::unchanged(Verdict::NotApplicable);
         mutated.mutated = Some(json!({"kind": "Service", "metadata": {"annotations": {"a": "b"}}}));
@@ -165,6 +191,7 @@ mod tests {
             audit_annotations: None,
             warnings: None,
         };
-        assert_eq!(encode(mutated, None), serde_json::to_vec(&sdk).unwrap());
+        let object = mutated.mutated.as_ref().map(Mutated::Tree);
+        assert_eq!(encode(&mutated, object), serde_json::to_vec(&sdk).unwrap());
     }
 }
