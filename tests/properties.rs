@@ -42,6 +42,28 @@ fn unread_fields() -> impl Strategy<Value = Map<String, Value>> {
         .prop_map(|m| m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
 }
 
+/// A pod spec's fields the shell's reader leaves out of the core's tree, or keeps only in part
+/// (a volume's name): the answer holds them as they came.
+fn unread_spec() -> impl Strategy<Value = Map<String, Value>> {
+    let entries = prop_oneof![
+        Just((
+            "tolerations",
+            json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300}])
+        )),
+        Just((
+            "affinity",
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}})
+        )),
+        Just(("topologySpreadConstraints", json!([{"maxSkew": 1}]))),
+        Just((
+            "volumes",
+            json!([{"name": "cfg", "configMap": {"name": "c", "items": [{"key": "k", "path": "p"}]}}, {"emptyDir": {}}])
+        )),
+    ];
+    prop::collection::vec(entries, 0..3)
+        .prop_map(|v| v.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 /// Unknown fields anywhere must survive.
 fn extra_fields() -> impl Strategy<Value = Map<String, Value>> {
     prop::collection::btree_map("x[A-Za-z]{1,6}", scalar(), 0..3).prop_map(|m| m.into_iter().collect())
@@ -118,10 +140,11 @@ fn pod() -> impl Strategy<Value = Value> {
         prop::collection::vec(container(), 0..2),
         pod_annotations(),
         extra_fields(),
+        unread_spec(),
         any::<bool>(),
         prop::option::of(name()),
     )
-        .prop_map(|(containers, inits, annotations, extra, host_network, owner)| {
+        .prop_map(|(containers, inits, annotations, extra, unread, host_network, owner)| {
             let mut seen = std::collections::BTreeSet::new();
             let unique = |list: Vec<Value>, seen: &mut std::collections::BTreeSet<String>| -> Vec<Value> {
                 list.into_iter()
@@ -146,6 +169,7 @@ fn pod() -> impl Strategy<Value = Value> {
                     json!([{"kind": "ReplicaSet", "name": o, "apiVersion": "apps/v1"}]);
             }
             p["spec"].as_object_mut().unwrap().extend(extra);
+            p["spec"].as_object_mut().unwrap().extend(unread);
             p
         })
 }

@@ -104,20 +104,27 @@ impl Keep {
 
 /// Where a value of the request's object lies, for what is left out of its tree: the core reads
 /// a container's name, image, ports, probes, mounts and security context, never its
-/// environment, arguments or resources; nor the object's `status` or `managedFields`. What is
-/// left out is still checked as JSON, and the answer is written from the object's text
+/// environment, arguments or resources; of a pod's spec, never its scheduling constraints, nor
+/// more of a volume than its name; nor the object's `status` or `managedFields`. What is left
+/// out is still checked as JSON, and the answer is written from the object's text
 /// ([`super::rewrite`]), so nothing of it is lost.
 #[derive(Clone, Copy, PartialEq)]
 enum Prune {
     Root,
     Any,
     Metadata,
+    Spec,
     Containers,
     Container,
+    Volumes,
+    Volume,
 }
 
 /// A container's fields the core never reads.
 const CONTAINER_UNREAD: &[&str] = &["args", "command", "env", "envFrom", "resources"];
+
+/// A pod spec's fields the core never reads (a workload's spec has none of them).
+const SPEC_UNREAD: &[&str] = &["affinity", "tolerations", "topologySpreadConstraints"];
 
 impl Prune {
     /// Where the value of member `key` lies; `None` when it is left out.
@@ -125,15 +132,19 @@ impl Prune {
         let left_out = match self {
             Prune::Root => key == "status",
             Prune::Metadata => key == "managedFields",
+            Prune::Spec => SPEC_UNREAD.contains(&key),
             Prune::Container => CONTAINER_UNREAD.contains(&key),
-            Prune::Any | Prune::Containers => false,
+            Prune::Volume => key != "name",
+            Prune::Any | Prune::Containers | Prune::Volumes => false,
         };
         if left_out {
             return None;
         }
         Some(match key {
             "metadata" => Prune::Metadata,
+            "spec" => Prune::Spec,
             "containers" | "initContainers" | "ephemeralContainers" => Prune::Containers,
+            "volumes" if self == Prune::Spec => Prune::Volumes,
             _ => Prune::Any,
         })
     }
@@ -142,6 +153,7 @@ impl Prune {
     fn item(self) -> Prune {
         match self {
             Prune::Containers => Prune::Container,
+            Prune::Volumes => Prune::Volume,
             _ => Prune::Any,
         }
     }

@@ -281,8 +281,11 @@ enum Prune {
     Root,
     Any,
     Metadata,
+    Spec,
     Containers,
     Container,
+    Volumes,
+    Volume,
 }
 
 fn pruned(value: Value, at: Prune) -> Value {
@@ -292,15 +295,21 @@ fn pruned(value: Value, at: Prune) -> Value {
                 .filter(|(k, _)| match at {
                     Prune::Root => k != "status",
                     Prune::Metadata => k != "managedFields",
+                    Prune::Spec => {
+                        !["affinity", "tolerations", "topologySpreadConstraints"].contains(&k.as_str())
+                    }
                     Prune::Container => {
                         !["args", "command", "env", "envFrom", "resources"].contains(&k.as_str())
                     }
+                    Prune::Volume => k == "name",
                     _ => true,
                 })
                 .map(|(k, v)| {
                     let below = match k.as_str() {
                         "metadata" => Prune::Metadata,
+                        "spec" => Prune::Spec,
                         "containers" | "initContainers" | "ephemeralContainers" => Prune::Containers,
+                        "volumes" if at == Prune::Spec => Prune::Volumes,
                         _ => Prune::Any,
                     };
                     let v = pruned(v, below);
@@ -309,10 +318,10 @@ fn pruned(value: Value, at: Prune) -> Value {
                 .collect(),
         ),
         Value::Array(items) => {
-            let each = if at == Prune::Containers {
-                Prune::Container
-            } else {
-                Prune::Any
+            let each = match at {
+                Prune::Containers => Prune::Container,
+                Prune::Volumes => Prune::Volume,
+                _ => Prune::Any,
             };
             Value::Array(items.into_iter().map(|v| pruned(v, each)).collect())
         }
@@ -342,6 +351,7 @@ fn review(object: Value) -> Value {
     "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 8080}], "args": ["--a=1"]}]}})).to_string(), true)]
 #[case::left_out(review(json!({"metadata": {"managedFields": [{"manager": "m"}], "name": "p"}, "status": {"phase": "x"},
     "spec": {"template": {"spec": {"initContainers": [{"name": "i", "env": 5, "command": ["c"], "status": 1}],
+        "tolerations": [{"key": "k"}], "affinity": {}, "volumes": [{"name": "v", "projected": {}}, {"secret": 1}, 3],
         "containers": [{"name": "c", "envFrom": [], "resources": {"limits": {}}, "args": null, "ports": []}, 7]}},
         "status": {"kept": true}}})).to_string(), true)]
 #[case::pretty(serde_json::to_string_pretty(&review(json!({"a": [1, {"b": null}]}))).unwrap(), true)]
