@@ -1,5 +1,5 @@
-//! Adds the proxy to a pod (or pod template) object, editing its raw JSON: additions only,
-//! at the positions Linkerd's patch uses.
+//! The plan of an injection: what goes into a pod (or pod template), rendered from the untouched
+//! pod, and where, at the positions Linkerd's patch uses ([`Plan::into_additions`]).
 
 use crate::render::additions::{Addition, Additions, Item, Path};
 use crate::render::{self, Context, ProxyContainer};
