@@ -427,13 +427,13 @@ mod tests {
     proptest::proptest! {
         /// Any object, with the paths the edit follows planted in it at random.
         #[test]
-        fn any_object_as_the_tree(object in crate::shell::json_out::tests::document(), at_spec: bool) {
+        fn any_object_as_the_tree(object in crate::shell::json_out::tests::document(), at_spec: bool, pretty: bool) {
             let mut object = object;
             let copy = object.clone();
             if let Value::Object(map) = &mut object && at_spec {
-                map.insert("spec".into(), json!({"volumes": [copy]}));
+                map.insert("spec".into(), json!({"volumes": [copy], "metadata": {"annotations": {"a": "x"}}}));
             }
-            let text = object.to_string();
+            let text = if pretty { serde_json::to_string_pretty(&object).unwrap() } else { object.to_string() };
             if object.is_object() {
                 let (ours, tree) = both(&text, POD);
                 proptest::prop_assert_eq!(ours, tree);
