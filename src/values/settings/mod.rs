@@ -67,7 +67,10 @@ impl Settings {
     /// Decodes and validates an already parsed settings document, over the chart's defaults.
     pub fn from_value(mut value: Value) -> Result<Self, SettingsError> {
         match &value {
-            Value::Null => value = Value::Object(Default::default()),
+            // Every admission runs in a fresh instance: the common empty document is the
+            // defaults, which are valid (`defaults_pass_validation` below), with nothing to check.
+            Value::Null => return Ok(Settings::default()),
+            Value::Object(map) if map.is_empty() => return Ok(Settings::default()),
             Value::Object(_) => strip_nulls(&mut value),
             other => {
                 let msg = format!("must be an object, got {}", scalar::kind_of(other));
@@ -79,8 +82,7 @@ impl Settings {
         if !unknown.is_empty() {
             return Err(SettingsError(unknown));
         }
-        // Every admission runs in a fresh instance: the common empty document skips the merge.
-        // The defaults are valid (`defaults_pass_validation` below), so they are not re-checked.
+        // a document of nulls alone is empty too
         if value.as_object().is_some_and(|m| m.is_empty()) {
             return Ok(Settings::default());
         }
