@@ -145,8 +145,26 @@ impl Rewriter<'_, '_> {
         })?;
         // the closing brace is written; what was not there goes before it
         self.out.pop();
-        let mut first = written == 0;
-        for (key, _) in keys.iter().zip(&seen).filter(|(_, seen)| !**seen) {
+        let missing = keys
+            .iter()
+            .zip(&seen)
+            .filter(|(_, seen)| !**seen)
+            .map(|(k, _)| *k);
+        self.fresh_members(missing, pending, written == 0)?;
+        self.out.push(b'}');
+        Some(())
+    }
+
+    /// `"key":<what pending makes under it>` members, comma-separated (`first`: none written
+    /// before them).
+    fn fresh_members<'k>(
+        &mut self,
+        keys: impl Iterator<Item = &'k str>,
+        pending: &[Pending<'_>],
+        first: bool,
+    ) -> Option<()> {
+        let mut first = first;
+        for key in keys {
             if !std::mem::take(&mut first) {
                 self.out.push(b',');
             }
@@ -154,7 +172,6 @@ impl Rewriter<'_, '_> {
             self.out.push(b':');
             self.fresh(&below(pending, key))?;
         }
-        self.out.push(b'}');
         Some(())
     }
 
@@ -264,14 +281,7 @@ impl Rewriter<'_, '_> {
             }
             _ => {
                 self.out.push(b'{');
-                for (i, key) in first_keys(pending).into_iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(b',');
-                    }
-                    json_out::append(self.out, key).ok()?;
-                    self.out.push(b':');
-                    self.fresh(&below(pending, key))?;
-                }
+                self.fresh_members(first_keys(pending).into_iter(), pending, true)?;
                 self.out.push(b'}');
             }
         }

@@ -110,6 +110,8 @@ impl Keep {
 /// ([`super::rewrite`]), so nothing of it is lost.
 #[derive(Clone, Copy, PartialEq)]
 enum Prune {
+    /// Any value but the request's object: built whole.
+    Whole,
     Root,
     Any,
     Metadata,
@@ -130,6 +132,7 @@ impl Prune {
     /// Where the value of member `key` lies; `None` when it is left out.
     fn member(self, key: &str) -> Option<Prune> {
         let left_out = match self {
+            Prune::Whole => return Some(Prune::Whole),
             Prune::Root => key == "status",
             Prune::Metadata => key == "managedFields",
             Prune::Spec => SPEC_UNREAD.contains(&key),
@@ -152,6 +155,7 @@ impl Prune {
     /// Where the items of a list lie.
     fn item(self) -> Prune {
         match self {
+            Prune::Whole => Prune::Whole,
             Prune::Containers => Prune::Container,
             Prune::Volumes => Prune::Volume,
             _ => Prune::Any,
@@ -284,41 +288,10 @@ impl<'a> Scanner<'a> {
 
     /// Any JSON value, built.
     fn value(&mut self) -> Option<Value> {
-        match self.peek()? {
-            b'{' => {
-                let mut map = Map::new();
-                self.object(|s, key| {
-                    let value = s.value()?;
-                    map.insert(key.into_owned(), value);
-                    Some(())
-                })?;
-                Some(Value::Object(map))
-            }
-            b'[' => {
-                let mut items = Vec::new();
-                self.array(|s| {
-                    items.push(s.value()?);
-                    Some(())
-                })?;
-                Some(Value::Array(items))
-            }
-            b'"' => {
-                self.at += 1;
-                self.string().map(|s| Value::String(s.into_owned()))
-            }
-            b't' => self.literal("true").map(|()| Value::Bool(true)),
-            b'f' => self.literal("false").map(|()| Value::Bool(false)),
-            b'n' => self.literal("null").map(|()| Value::Null),
-            // the grammar checked here, the number itself (integer or float) serde_json's
-            _ => {
-                let start = self.at;
-                self.number()?;
-                serde_json::from_str(self.text.get(start..self.at)?).ok()
-            }
-        }
+        self.pruned(Prune::Whole)
     }
 
-    /// The request's object, built but for what the core never reads ([`Prune`]).
+    /// A value built but for what [`Prune`] leaves out where it lies.
     fn pruned(&mut self, at: Prune) -> Option<Value> {
         match self.peek()? {
             b'{' => {
@@ -342,7 +315,19 @@ impl<'a> Scanner<'a> {
                 })?;
                 Some(Value::Array(items))
             }
-            _ => self.value(),
+            b'"' => {
+                self.at += 1;
+                self.string().map(|s| Value::String(s.into_owned()))
+            }
+            b't' => self.literal("true").map(|()| Value::Bool(true)),
+            b'f' => self.literal("false").map(|()| Value::Bool(false)),
+            b'n' => self.literal("null").map(|()| Value::Null),
+            // the grammar checked here, the number itself (integer or float) serde_json's
+            _ => {
+                let start = self.at;
+                self.number()?;
+                serde_json::from_str(self.text.get(start..self.at)?).ok()
+            }
         }
     }
 
