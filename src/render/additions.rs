@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 pub type Path = &'static [&'static str];
 
 /// The additions to one template, in the order they are made.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct Additions(pub Vec<(Path, Addition)>);
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Addition {
     /// Keys set in a map of strings (made, even when there are none, if absent).
     Strings(BTreeMap<String, String>),
@@ -27,7 +27,7 @@ pub enum Addition {
 
 /// An item added to a list: a rendered JSON value, or the proxy container, which stays typed
 /// until written (its forty env entries never become JSON maps on the shell's path).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Item {
     Value(Value),
     Proxy(Box<ProxyContainer>),

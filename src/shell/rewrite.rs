@@ -44,6 +44,13 @@ struct Rewriter<'t, 'o> {
 }
 
 impl Rewriter<'_, '_> {
+    /// A comma unless nothing was `written` before in this object or list, which now has.
+    fn comma(&mut self, written: &mut bool) {
+        if std::mem::replace(written, true) {
+            self.out.push(b',');
+        }
+    }
+
     /// The value at the scanner, copied as it is.
     fn copy(&mut self) -> Option<()> {
         self.s.space();
@@ -150,24 +157,21 @@ impl Rewriter<'_, '_> {
             .zip(&seen)
             .filter(|(_, seen)| !**seen)
             .map(|(k, _)| *k);
-        self.fresh_members(missing, pending, written == 0)?;
+        self.fresh_members(missing, pending, written > 0)?;
         self.out.push(b'}');
         Some(())
     }
 
-    /// `"key":<what pending makes under it>` members, comma-separated (`first`: none written
+    /// `"key":<what pending makes under it>` members, comma-separated (`written`: members
     /// before them).
     fn fresh_members<'k>(
         &mut self,
         keys: impl Iterator<Item = &'k str>,
         pending: &[Pending<'_>],
-        first: bool,
+        mut written: bool,
     ) -> Option<()> {
-        let mut first = first;
         for key in keys {
-            if !std::mem::take(&mut first) {
-                self.out.push(b',');
-            }
+            self.comma(&mut written);
             json_out::append(self.out, key).ok()?;
             self.out.push(b':');
             self.fresh(&below(pending, key))?;
@@ -189,15 +193,12 @@ impl Rewriter<'_, '_> {
                     })
                 })?;
                 self.out.pop();
-                self.entries(set.iter(), kept == 0)?;
+                self.entries(set.iter(), kept > 0)?;
                 self.out.push(b'}');
             }
             [([], Addition::List { first, last })] if shape == b'[' => self.list(first, last)?,
-            [([], _)] => {
-                self.s.skip()?;
-                self.fresh(pending)?;
-            }
-            _ if shape == b'{' => self.object(pending)?,
+            // additions below this value, which is an object
+            _ if shape == b'{' && !matches!(pending, [([], _)]) => self.object(pending)?,
             _ => {
                 self.s.skip()?;
                 self.fresh(pending)?;
@@ -219,9 +220,7 @@ impl Rewriter<'_, '_> {
             self.s.at += 1;
         } else {
             loop {
-                if std::mem::replace(&mut any, true) {
-                    self.out.push(b',');
-                }
+                self.comma(&mut any);
                 self.copy()?;
                 match self.s.next()? {
                     b',' => {}
@@ -239,23 +238,18 @@ impl Rewriter<'_, '_> {
     }
 
     fn item(&mut self, item: &Item, any: &mut bool) -> Option<()> {
-        if std::mem::replace(any, true) {
-            self.out.push(b',');
-        }
+        self.comma(any);
         json_out::append(self.out, item).ok()
     }
 
-    /// `"key":"value"` entries, comma-separated (`first`: none written before them).
+    /// `"key":"value"` entries, comma-separated (`written`: members before them).
     fn entries<'k>(
         &mut self,
         entries: impl Iterator<Item = (&'k String, &'k String)>,
-        first: bool,
+        mut written: bool,
     ) -> Option<()> {
-        let mut first = first;
         for (k, v) in entries {
-            if !std::mem::take(&mut first) {
-                self.out.push(b',');
-            }
+            self.comma(&mut written);
             json_out::append(self.out, k).ok()?;
             self.out.push(b':');
             json_out::append(self.out, v).ok()?;
@@ -268,7 +262,7 @@ impl Rewriter<'_, '_> {
         match pending {
             [([], Addition::Strings(set))] => {
                 self.out.push(b'{');
-                self.entries(set.iter(), true)?;
+                self.entries(set.iter(), false)?;
                 self.out.push(b'}');
             }
             [([], Addition::List { first, last })] => {
@@ -281,7 +275,7 @@ impl Rewriter<'_, '_> {
             }
             _ => {
                 self.out.push(b'{');
-                self.fresh_members(first_keys(pending).into_iter(), pending, true)?;
+                self.fresh_members(first_keys(pending).into_iter(), pending, false)?;
                 self.out.push(b'}');
             }
         }

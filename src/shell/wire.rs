@@ -1,7 +1,7 @@
 //! The waPC payloads: decoding `validate` / `validate_settings` input and encoding the
 //! answers as the SDK's own `ValidationResponse` and `SettingsValidationResponse`.
 
-use crate::admission::admit::{self, Admission, Request};
+use crate::admission::admit::{self, Admission, Edit, Request};
 use crate::admission::outcome::{Outcome, Verdict};
 use crate::cluster::Cluster;
 use crate::shell::payload::{Payload, RequestFields, Shape};
@@ -90,17 +90,7 @@ fn evaluate(
     }
     let admission = admit::admit_edit(&req, settings, cluster);
     match (admission.edit, text) {
-        (Some(edit), Some(text)) => {
-            let mut written = Vec::with_capacity(2 * text.len() + 8192);
-            match rewrite::rewrite(text, &edit, &mut written) {
-                Some(true) => encode(&admission.outcome, Some(Mutated::Text(&written))),
-                Some(false) => encode(&admission.outcome, None),
-                None => {
-                    let message = "internal error: the request's object could not be written again";
-                    encode(&Outcome::rejected(message), None)
-                }
-            }
-        }
+        (Some(edit), Some(text)) => encode(&admission.outcome, Some(Mutated::Text(text, &edit))),
         (edit, _) => {
             let outcome = Admission {
                 outcome: admission.outcome,
@@ -112,17 +102,18 @@ fn evaluate(
     }
 }
 
-/// The mutated object: a tree, or JSON text written from the request's own.
+/// The mutated object: a tree, or the request object's text with an edit written into it.
 enum Mutated<'a> {
     Tree(&'a Value),
-    Text(&'a [u8]),
+    Text(&'a str, &'a Edit),
 }
 
 /// Encodes an outcome as the SDK's `ValidationResponse` writes it, field for field, with the
 /// mutated object in place.
 fn encode(outcome: &Outcome, mutated: Option<Mutated<'_>>) -> Vec<u8> {
     let mut out = Vec::with_capacity(match mutated {
-        Some(Mutated::Text(text)) => text.len() + 1024,
+        // the object, an injection's additions (about 8 KB) and the rest of the answer
+        Some(Mutated::Text(text, _)) => 2 * text.len() + 8192,
         _ => 8192,
     });
     let (accepted, message) = match &outcome.verdict {
@@ -139,7 +130,18 @@ fn encode(outcome: &Outcome, mutated: Option<Mutated<'_>>) -> Vec<u8> {
         match mutated {
             None => out.extend_from_slice(b"null"),
             Some(Mutated::Tree(object)) => json_out::append(&mut out, object)?,
-            Some(Mutated::Text(text)) => out.extend_from_slice(text),
+            Some(Mutated::Text(text, edit)) => {
+                let mark = out.len();
+                match rewrite::rewrite(text, edit, &mut out) {
+                    Some(true) => {}
+                    // the edit's path leads to no object: nothing is added, as on the tree
+                    Some(false) => {
+                        out.truncate(mark);
+                        out.extend_from_slice(b"null");
+                    }
+                    None => return Err(<serde_json::Error as serde::ser::Error>::custom(UNWRITABLE)),
+                }
+            }
         }
         out.extend_from_slice(b",\"audit_annotations\":");
         let audit = &outcome.audit_annotations;
@@ -154,10 +156,15 @@ fn encode(outcome: &Outcome, mutated: Option<Mutated<'_>>) -> Vec<u8> {
     });
     match written {
         Ok(()) => out,
+        Err(_) if matches!(mutated, Some(Mutated::Text(..))) => encode(&Outcome::rejected(UNWRITABLE), None),
         // JSON of strings and a tree: serde_json writes it if ours does not
         Err(_) => Vec::new(),
     }
 }
+
+/// The rejection when the request object's text is not what the payload reader took (never,
+/// unless the two disagree): no answer is better than one that loses part of the object.
+const UNWRITABLE: &str = "internal error: the request's object could not be written again";
 
 #[cfg(test)]
 mod tests {
