@@ -454,43 +454,70 @@ impl<'a> Scanner<'a> {
     /// The string whose opening quote was just read: borrowed unless it has escapes.
     pub(super) fn string(&mut self) -> Option<Cow<'a, str>> {
         let start = self.at;
-        let mut owned: Option<String> = None;
+        let at = word::next_json_special(self.text.as_bytes(), start)?;
+        match self.text.as_bytes().get(at)? {
+            b'"' => {
+                self.at = at + 1;
+                Some(Cow::Borrowed(self.text.get(start..at)?))
+            }
+            b'\\' => self.unescaped(start, at).map(Cow::Owned),
+            // a control character, which JSON strings may not hold
+            _ => None,
+        }
+    }
+
+    /// The string opened before `start`, whose first escape is at `first`, with its escapes
+    /// decoded. Plain bytes are copied a word at a time, the word written whole and the part
+    /// of it from its first special byte on written over: a values document has an escape
+    /// every twenty bytes or so, and a copy call per run between them cost more than the rest.
+    fn unescaped(&mut self, start: usize, first: usize) -> Option<String> {
+        let bytes = self.text.as_bytes();
+        let mut out = Vec::with_capacity(2 * (first - start) + 64);
+        out.extend_from_slice(bytes.get(start..first)?);
+        let mut at = first;
         loop {
-            let at = word::next_json_special(self.text.as_bytes(), self.at)?;
-            let segment = self.text.get(self.at..at)?;
-            match self.text.as_bytes().get(at)? {
+            while let Some(x) = bytes.get(at..at + 8).and_then(word::of) {
+                out.extend_from_slice(&x.to_le_bytes());
+                let special = word::control(x) | word::equal(x, b'"') | word::equal(x, b'\\');
+                match word::lowest(special) {
+                    None => at += 8,
+                    Some(i) => {
+                        out.truncate(out.len() - 8 + i);
+                        at += i;
+                        break;
+                    }
+                }
+            }
+            match *bytes.get(at)? {
                 b'"' => {
                     self.at = at + 1;
-                    return Some(match owned {
-                        None => Cow::Borrowed(segment),
-                        Some(mut s) => {
-                            s.push_str(segment);
-                            Cow::Owned(s)
-                        }
-                    });
+                    // the text's own bytes with ASCII escapes replaced by ASCII: still UTF-8
+                    return String::from_utf8(out).ok();
                 }
                 b'\\' => {
-                    let escape = self.text.as_bytes().get(at + 1).copied()?;
-                    let decoded = match escape {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
+                    let decoded = match *bytes.get(at + 1)? {
+                        b'"' => b'"',
+                        b'\\' => b'\\',
+                        b'/' => b'/',
+                        b'b' => 0x08,
+                        b'f' => 0x0c,
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
                         // code points and surrogate pairs: the whole string is serde_json's
-                        b'u' => return self.string_by_serde(start),
+                        b'u' => return self.string_by_serde(start).map(Cow::into_owned),
                         _ => return None,
                     };
-                    let s = owned.get_or_insert_with(|| String::with_capacity(2 * (at - start) + 16));
-                    s.push_str(segment);
-                    s.push(decoded);
-                    self.at = at + 2;
+                    out.push(decoded);
+                    at += 2;
                 }
                 // a control character, which JSON strings may not hold
-                _ => return None,
+                b if b < 0x20 => return None,
+                // fewer than eight bytes left in the text
+                b => {
+                    out.push(b);
+                    at += 1;
+                }
             }
         }
     }

@@ -418,3 +418,26 @@ fn the_engines_own_answers() {
         }
     }
 }
+
+/// A string as JSON writes it, with every `/` written `\/` when `slashes`, and `tail` after it.
+fn quoted(s: &str, slashes: bool, tail: &str) -> String {
+    let json = Value::from(s).to_string();
+    let json = if slashes { json.replace('/', "\\/") } else { json };
+    json + tail
+}
+
+proptest! {
+    /// One string, with its escapes at any offset from the words the copy works in, and the
+    /// text ending right after it or a few bytes later: read as serde_json reads it, and the
+    /// reader left just after its closing quote.
+    #[test]
+    fn any_string(s in strings(), lead in "[a-z]{0,9}", slashes in any::<bool>(), tail in "[ ,}]{0,9}") {
+        let text = quoted(&(lead + &s), slashes, &tail);
+        let mut scanner = Scanner::new(&text);
+        prop_assert_eq!(scanner.next(), Some(b'"'));
+        let read = scanner.string().map(Cow::into_owned);
+        let expected: String = serde_json::from_str(&text[..text.len() - tail.len()]).unwrap();
+        prop_assert_eq!(read, Some(expected));
+        prop_assert_eq!(scanner.at, text.len() - tail.len());
+    }
+}
