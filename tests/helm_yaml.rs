@@ -328,6 +328,10 @@ fn subset(#[case] text: &str, #[case] fast: bool) {
 #[case::quote_runs_on_inside("proxy:\n  a: \"x\n  opaquePorts: 1\"\n", false)]
 #[case::flow_runs_on("a: [1,\nproxy: 2]\n", false)]
 #[case::flow_mapping_inside("proxy:\n  a: {b: 1,\n  opaquePorts: 2}\n", false)]
+#[case::block_scalar_ended_by_a_plain_line(
+    "a:\n  k: |\n    x\n  j:\n    y: \"multi\n      line\"\nproxy:\n  opaquePorts: \"9\"\n",
+    false
+)]
 #[case::broken_before("a: [unclosed\nproxy:\n  opaquePorts: \"9\"\n", false)]
 #[case::carriage_returns("a: 1\rproxy:\r  opaquePorts: \"9\"\n", false)]
 #[case::tab_separator("proxy:\n  \topaquePorts: \"9\"\n", false)]

@@ -35,7 +35,8 @@ pub fn skim_along(text: &str, top: &str, key: &str) -> Option<Value> {
         if classes & REFUSED != 0 {
             return None;
         }
-        if start + indent < end && skim.reads(indent) {
+        let passed_over = indent > 0 && classes & (OPENER | BAR) == 0 && skim.passes_over(indent);
+        if !passed_over && start + indent < end && skim.reads(indent) {
             let body = text.get(start + indent..end)?;
             let trimmed = body.bytes().rposition(|b| b != b' ').map_or(0, |i| i + 1);
             skim.line(indent, body.get(..trimmed)?, classes)?;
@@ -156,6 +157,20 @@ impl Skim<'_> {
     /// or deeper than a block scalar's key.
     fn reads(&self, indent: usize) -> bool {
         indent == 0 || !(self.block == Block::After || self.literal.is_some_and(|column| indent > column))
+    }
+
+    /// Whether an indented line with no byte that could open a node (nor start a block scalar)
+    /// changes nothing, whatever its content: one before or after the top key's block, or
+    /// deeper than its keys, with no block scalar and no `key:` open above it. [`Skim::line`]
+    /// would read such a line and leave everything as it was; this spares the reading.
+    fn passes_over(&self, indent: usize) -> bool {
+        let settled = self.mapping && self.literal.is_none() && !self.value_pending();
+        settled
+            && match self.block {
+                Block::Before | Block::After => true,
+                Block::Inside(Some(column)) => indent > column,
+                Block::Inside(None) => false,
+            }
     }
 
     /// One line with content: `body` without its indentation and trailing spaces, `classes`
