@@ -20,6 +20,7 @@ trap 'rm -f "$out"' EXIT
 log=$(POLICY=$POLICY valgrind --tool=callgrind --callgrind-out-file="$out" "$BIN" perf "$SCENARIO" "$N" 2>&1)
 pid=$(sed -n 's/^==\([0-9]*\)==.*/\1/p' <<<"$log" | head -1)
 map=/tmp/perf-$pid.map
+trap 'rm -f "$out" "$map"' EXIT
 [ -s "$map" ] || { echo "no perf map at $map" >&2; exit 1; }
 callgrind_annotate --inclusive=yes --threshold=100 "$out" | python3 -c '
 import bisect, re, sys
@@ -41,4 +42,3 @@ for line in sys.stdin:
     count = int(m.group(1).replace(",", "")) // n
     print(f"{count:>10}  {spans[i][2]}{m.group(3) or str()}")
 ' "$map" "$N"
-rm -f "$map"

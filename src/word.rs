@@ -37,13 +37,17 @@ pub fn lowest(flags: u64) -> Option<usize> {
     (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
 }
 
-/// Where the first byte at or after `from` sits that a JSON string cannot hold as it is: a
-/// control character, a quote or a backslash (what the answer's writer escapes and what the
-/// input reader stops at), eight bytes tested at once.
+/// Bytes a JSON string cannot hold as they are: a control character, a quote or a backslash
+/// (what the answer's writer escapes and what the input reader stops at).
+pub fn json_special(x: u64) -> u64 {
+    control(x) | equal(x, b'"') | equal(x, b'\\')
+}
+
+/// Where the first [`json_special`] byte at or after `from` sits, eight bytes tested at once.
 pub fn next_json_special(bytes: &[u8], from: usize) -> Option<usize> {
     let mut at = from;
     while let Some(x) = bytes.get(at..at + 8).and_then(of) {
-        if let Some(i) = lowest(control(x) | equal(x, b'"') | equal(x, b'\\')) {
+        if let Some(i) = lowest(json_special(x)) {
             return Some(at + i);
         }
         at += 8;

@@ -478,8 +478,7 @@ impl<'a> Scanner<'a> {
         loop {
             while let Some(x) = bytes.get(at..at + 8).and_then(word::of) {
                 out.extend_from_slice(&x.to_le_bytes());
-                let special = word::control(x) | word::equal(x, b'"') | word::equal(x, b'\\');
-                match word::lowest(special) {
+                match word::lowest(word::json_special(x)) {
                     None => at += 8,
                     Some(i) => {
                         out.truncate(out.len() - 8 + i);
