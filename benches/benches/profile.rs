@@ -99,7 +99,9 @@ fn main() {
                 black_box(measured_native_floor(&s.payload));
             }
         }
-        "perf" | "perf-floor" | "pooling" | "pooling-floor" => custom_engine(mode, &world, &s, n),
+        "perf" | "perf-floor" | "perf-epoch" | "pooling" | "pooling-floor" => {
+            custom_engine(mode, &world, &s, n)
+        }
         _ => {
             let engine = Engine::new(EngineConfig::default()).expect("engine");
             let floor = mode.ends_with("-floor");
@@ -144,11 +146,14 @@ fn main() {
 /// * `perf`: the JIT code registered in `/tmp/perf-PID.map`, so `perf record` / `perf report`
 ///   name the module's functions (build the module with `CARGO_PROFILE_RELEASE_STRIP=false`
 ///   to keep its name section); runs `validate` on fresh instances N times.
+/// * `perf-epoch`: `perf` with epoch interruption on, as policy-server runs a module (a deadline
+///   never reached): the code then checks the epoch at every function entry and loop head, so a
+///   function's count shows what its loops cost there.
 /// * `pooling`: instantiation and a full guest call with wasmtime's pooling allocator against
 ///   the default on-demand allocator, wall-clock, interleaved (a candidate engine setting).
 fn custom_engine(mode: &str, world: &World, s: &Scenario, n: usize) {
     use wasmtime_provider::wasmtime;
-    use wasmtime_provider::{WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+    use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
     let floor = mode.ends_with("-floor");
     let path = if floor {
         std::env::var("FLOOR").unwrap_or_else(|_| "target/wasm32-wasip1/release/floor_policy.wasm".into())
@@ -158,9 +163,11 @@ fn custom_engine(mode: &str, world: &World, s: &Scenario, n: usize) {
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let md = Metadata::from_file("policy.yaml".as_ref()).expect("policy.yaml");
     let host = world.host("profile", md.context_aware_resources);
+    let epoch = mode == "perf-epoch";
     let pre = |configure: &dyn Fn(&mut wasmtime::Config)| -> WasmtimeEngineProviderPre {
         let mut cfg = wasmtime::Config::default();
         configure(&mut cfg);
+        cfg.epoch_interruption(epoch);
         let engine = wasmtime::Engine::new(&cfg).expect("engine");
         let module = wasmtime::Module::new(&engine, &bytes).expect("module");
         WasmtimeEngineProviderBuilder::new()
@@ -169,8 +176,13 @@ fn custom_engine(mode: &str, world: &World, s: &Scenario, n: usize) {
             .build_pre()
             .expect("pre")
     };
+    // no ticker runs, so the epoch stays 0 and this deadline is never reached
+    let deadlines = epoch.then_some(EpochDeadlines {
+        wapc_init: 1 << 32,
+        wapc_func: 1 << 32,
+    });
     let instance = |p: &WasmtimeEngineProviderPre| {
-        let provider = p.rehydrate(None).expect("rehydrate");
+        let provider = p.rehydrate(deadlines).expect("rehydrate");
         wapc::WapcHost::new(Box::new(provider), Some(host.callback())).expect("wapc host")
     };
     if mode.starts_with("perf") {

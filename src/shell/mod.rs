@@ -4,6 +4,9 @@
 mod json_out;
 pub mod kubewarden_cluster;
 mod masked;
+// the policy module's own `memcmp` (tested natively)
+#[cfg(any(test, all(target_arch = "wasm32", target_os = "wasi")))]
+mod memcmp;
 mod payload;
 mod rewrite;
 mod scan;
