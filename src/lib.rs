@@ -2,7 +2,8 @@
 //!
 //! This file is the waPC shell: it registers the guest functions and hands payloads to
 //! [`wire`]; everything else is a pure core that also compiles natively (see docs/design.md).
-#![deny(rust_2018_idioms)]
+// `unsafe` only where the module meets its host: the exported entry point and the C `memcmp`
+#![deny(rust_2018_idioms, unsafe_code)]
 #![cfg_attr(
     not(test),
     deny(
@@ -40,6 +41,7 @@ use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
+#[expect(unsafe_code, reason = "the waPC entry point the engine calls by name")]
 #[unsafe(no_mangle)]
 pub extern "C" fn wapc_init() {
     guest::register_function("validate", validate);

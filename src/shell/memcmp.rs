@@ -15,6 +15,10 @@ use crate::word;
 ///
 /// C's contract: `a` and `b` each point at `n` readable bytes.
 #[cfg(not(test))]
+#[expect(
+    unsafe_code,
+    reason = "C's memcmp takes raw pointers; an archive's member (wasi-libc's memcmp) is only linked for a symbol still undefined, so this definition is the one linked"
+)]
 #[unsafe(no_mangle)]
 #[inline(never)]
 unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
