@@ -57,3 +57,28 @@ pub fn next_json_special(bytes: &[u8], from: usize) -> Option<usize> {
         .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
         .map(|i| at + i)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Bytes near the specials and their borrow partners: a quote, a backslash, a control
+    /// byte, the bytes one above each, and plain and non-ASCII ones.
+    fn near_special() -> impl Strategy<Value = u8> {
+        prop::sample::select(vec![
+            b'"', b'#', b'\\', b']', 0x00, 0x01, 0x1f, b' ', b'a', 0x7f, 0x80, 0xc3, 0xff,
+        ])
+    }
+
+    proptest! {
+        /// The first special byte at or after any start, wherever it and the text's end fall
+        /// against the words.
+        #[test]
+        fn finds_the_first_special_byte(bytes in prop::collection::vec(near_special(), 0..40), from in 0usize..40) {
+            let from = from.min(bytes.len());
+            let expected = bytes.iter().skip(from).position(|&b| b < 0x20 || b == b'"' || b == b'\\').map(|i| from + i);
+            prop_assert_eq!(next_json_special(&bytes, from), expected);
+        }
+    }
+}

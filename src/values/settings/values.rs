@@ -72,15 +72,24 @@ impl Settings {
 
     /// Whether `key` is one of [`Settings::TOP_LEVEL_KEYS`].
     pub fn reads_top_level_key(key: &str) -> bool {
-        Self::TOP_LEVEL_KEYS.contains(&key)
+        listed(Self::TOP_LEVEL_KEYS, key)
     }
 
     /// Whether a values document's top-level `key` can change these settings: one of
     /// [`Settings::TOP_LEVEL_KEYS`] and none of [`Settings::NOT_FROM_VALUES`]. The reader never
     /// builds the others (the trust bundle alone is a tenth of `linkerd-config`'s values).
     pub fn reads_from_values(key: &str) -> bool {
-        Self::reads_top_level_key(key) && !Self::NOT_FROM_VALUES.contains(&key)
+        Self::reads_top_level_key(key) && !listed(Self::NOT_FROM_VALUES, key)
     }
+}
+
+/// Whether `list` holds `key`, the first bytes compared before the rest: the reader asks this
+/// of each of `linkerd-config`'s sixty-odd top-level keys, most of them with a length that some
+/// listed key has.
+fn listed(list: &[&str], key: &str) -> bool {
+    let first = key.as_bytes().first();
+    list.iter()
+        .any(|k| k.len() == key.len() && k.as_bytes().first() == first && *k == key)
 }
 
 /// The chart's `proxy.opaquePorts`.
