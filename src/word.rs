@@ -37,6 +37,31 @@ pub fn lowest(flags: u64) -> Option<usize> {
     (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
 }
 
+const LOW_BITS: u64 = !HIGH_BITS;
+
+/// ASCII bytes from `lo` to `hi` (`hi` < 0x80), exact for each byte: with the high bits cleared
+/// first neither sum carries out of a byte, and bytes that had one set are masked out.
+fn ascii_in(x: u64, lo: u8, hi: u8) -> u64 {
+    let low = x & LOW_BITS;
+    let at_least = low + ONES * u64::from(0x80 - lo);
+    let above = low + ONES * u64::from(0x7f - hi);
+    at_least & !above & !x & HIGH_BITS
+}
+
+/// Bytes equal to `b`, exact for each byte (no borrow spills into the next).
+fn exactly(x: u64, b: u8) -> u64 {
+    let y = x ^ (ONES * u64::from(b));
+    !(((y & LOW_BITS).wrapping_add(LOW_BITS)) | y) & HIGH_BITS
+}
+
+/// Bytes that cannot be part of a YAML word (`A-Z a-z 0-9 _ - . /`), exact for each byte:
+/// `-`, `.`, `/` and the digits are one run (0x2d-0x39), and `| 0x20` folds capitals onto
+/// small letters.
+pub fn not_word(x: u64) -> u64 {
+    let word = ascii_in(x | (ONES * 0x20), b'a', b'z') | ascii_in(x, b'-', b'9') | exactly(x, b'_');
+    !word & HIGH_BITS
+}
+
 /// Bytes a JSON string cannot hold as they are: a control character, a quote or a backslash
 /// (what the answer's writer escapes and what the input reader stops at).
 pub fn json_special(x: u64) -> u64 {
@@ -69,6 +94,25 @@ mod tests {
         prop::sample::select(vec![
             b'"', b'#', b'\\', b']', 0x00, 0x01, 0x1f, b' ', b'a', 0x7f, 0x80, 0xc3, 0xff,
         ])
+    }
+
+    /// The word test against the byte rule, for every byte at every position, next to word
+    /// bytes and next to bytes whose borrows or carries could spill into it.
+    #[test]
+    fn not_word_is_the_byte_rule() {
+        let word = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'/');
+        for filler in [b'a', b'_', b'-', b'/', b'9', b'Z', 0x00, 0x7f, 0x80, 0xff] {
+            for at in 0..8 {
+                for b in 0..=255u8 {
+                    let mut bytes = [filler; 8];
+                    bytes[at] = b;
+                    let flags = not_word(u64::from_le_bytes(bytes));
+                    for (i, c) in bytes.iter().enumerate() {
+                        assert_eq!(flags >> (8 * i + 7) & 1 == 1, !word(*c), "{bytes:?} at {i}");
+                    }
+                }
+            }
+        }
     }
 
     proptest! {

@@ -402,10 +402,19 @@ static WORD: [bool; 256] = word_bytes();
 
 /// Length of the run of word bytes at the start of `bytes`.
 fn word_len(bytes: &[u8]) -> usize {
-    bytes
+    let mut at = 0;
+    // eight bytes at a time while eight are left: keys and values run ten to thirty bytes
+    while let Some(x) = bytes.get(at..at + 8).and_then(word::of) {
+        match word::lowest(word::not_word(x)) {
+            Some(i) => return at + i,
+            None => at += 8,
+        }
+    }
+    let rest = bytes.get(at..).unwrap_or_default();
+    let end = rest
         .iter()
-        .position(|&b| !WORD.get(usize::from(b)).copied().unwrap_or(false))
-        .unwrap_or(bytes.len())
+        .position(|&b| !WORD.get(usize::from(b)).copied().unwrap_or(false));
+    at + end.unwrap_or(rest.len())
 }
 
 /// [`split_key`] for the line almost every key of `toYaml` output is, `word:` or `word: rest`
