@@ -335,9 +335,10 @@ pub fn init_container(cx: &Context<'_>) -> Value {
     if p.gid >= 0 {
         pair("--proxy-gid", p.gid.to_string());
     }
-    let mut ignore_in = format!("{},{}", p.ports.control, p.ports.admin);
+    let (control, admin) = (p.ports.control.to_string(), p.ports.admin.to_string());
+    let mut ignore_in = [&*control, ",", &admin].concat();
     if !pi.ignore_inbound_ports.is_empty() {
-        ignore_in = format!("{ignore_in},{}", pi.ignore_inbound_ports);
+        ignore_in = [&*ignore_in, ",", &pi.ignore_inbound_ports].concat();
     }
     pair("--inbound-ports-to-ignore", ignore_in);
     if !pi.ignore_outbound_ports.is_empty() {

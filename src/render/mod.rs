@@ -46,7 +46,7 @@ impl<'a> Context<'a> {
     /// `<image>:<tag>` of the proxy (also used by linkerd-init and the validator).
     pub fn proxy_image(&self) -> String {
         let v = &self.config.values;
-        format!("{}:{}", v.proxy.image.name, self.proxy_version())
+        [&*v.proxy.image.name, ":", self.proxy_version()].concat()
     }
 
     pub fn proxy_version(&self) -> &str {
@@ -67,7 +67,7 @@ impl<'a> Context<'a> {
         } else {
             &d.version
         };
-        format!("{}:{tag}", d.name)
+        [&*d.name, ":", tag].concat()
     }
 
     pub fn pull_policy(&self) -> &str {

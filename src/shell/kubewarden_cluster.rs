@@ -45,22 +45,23 @@ fn masks(paths: &[&str]) -> Option<BTreeSet<String>> {
 }
 
 impl KubewardenCluster {
-    /// One host call; `host_error` turns the host's error text into the lookup's error.
+    /// One host call; `host_error` turns the host's error text into the lookup's error. What
+    /// is looked up is described only for an error (formatting it cost more than the call's
+    /// own work in the module).
     fn call(
         operation: &str,
-        what: &str,
+        what: impl FnOnce() -> String,
         request: &impl Serialize,
         host_error: impl FnOnce(String) -> LookupError,
     ) -> Result<Vec<u8>, LookupError> {
         let payload = serde_json::to_vec(request)
-            .map_err(|e| LookupError::Failed(format!("lookup of {what}: cannot encode request: {e}")))?;
+            .map_err(|e| LookupError::Failed(format!("lookup of {}: cannot encode request: {e}", what())))?;
         host_call("kubewarden", "kubernetes", operation, &payload).map_err(|e| host_error(e.to_string()))
     }
 }
 
 impl Cluster for KubewardenCluster {
     fn get(&self, lookup: &Lookup) -> Result<Value, LookupError> {
-        let what = lookup.describe();
         let request = GetResourceRequest {
             api_version: lookup.api_version.to_owned(),
             kind: lookup.kind.to_owned(),
@@ -69,21 +70,22 @@ impl Cluster for KubewardenCluster {
             disable_cache: lookup.disable_cache,
             field_masks: masks(lookup.field_masks),
         };
-        let answer = Self::call("get_resource", &what, &request, |e| {
-            classify_host_error(&what, &e)
+        let what = || lookup.describe();
+        let answer = Self::call("get_resource", what, &request, |e| {
+            classify_host_error(&what(), &e)
         })?;
         let object = read_answer::<_, Value>(&answer, |text| masked::object(text, lookup.field_masks))
-            .map_err(|e| LookupError::Failed(format!("lookup of {what}: malformed answer: {e}")))?;
+            .map_err(|e| LookupError::Failed(format!("lookup of {}: malformed answer: {e}", what())))?;
         if !object.is_object() {
             return Err(LookupError::Failed(format!(
-                "lookup of {what}: malformed answer: not an object"
+                "lookup of {}: malformed answer: not an object",
+                what()
             )));
         }
         Ok(object)
     }
 
     fn list(&self, lookup: &ListLookup) -> Result<Vec<Value>, LookupError> {
-        let what = lookup.describe();
         let request = ListResourcesByNamespaceRequest {
             api_version: lookup.api_version.to_owned(),
             kind: lookup.kind.to_owned(),
@@ -93,10 +95,11 @@ impl Cluster for KubewardenCluster {
             field_masks: masks(lookup.field_masks),
         };
         // A list has no "not found": every host error is a failed read.
-        let answer = Self::call("list_resources_by_namespace", &what, &request, |e| {
-            LookupError::Failed(format!("lookup of {what} failed: {e}"))
+        let what = || lookup.describe();
+        let answer = Self::call("list_resources_by_namespace", what, &request, |e| {
+            LookupError::Failed(format!("lookup of {} failed: {e}", what()))
         })?;
         read_answer::<_, Items>(&answer, |text| masked::items(text, lookup.field_masks))
-            .map_err(|e| LookupError::Failed(format!("lookup of {what}: malformed answer: {e}")))
+            .map_err(|e| LookupError::Failed(format!("lookup of {}: malformed answer: {e}", what())))
     }
 }
