@@ -305,14 +305,14 @@ impl<'a> Reader<'a> {
     /// A `|` (clip) or `|-` (strip) block under a key at column `indent`.
     fn literal(&mut self, indent: usize, clip: bool) -> Option<Node<'a>> {
         let first = self.lines.get(self.pos)?;
-        let body = first.trim_start_matches(' ');
+        let body = after_spaces(first);
         let content_indent = first.len() - body.len();
         if body.is_empty() || content_indent <= indent {
             return None;
         }
         let mut text = String::new();
         while let Some(line) = self.lines.get(self.pos) {
-            let body = line.trim_start_matches(' ');
+            let body = after_spaces(line);
             let at = line.len() - body.len();
             if body.is_empty() {
                 // spaces beyond the block's indentation are content: left to libyaml
@@ -354,7 +354,7 @@ fn is_dash(line: &str) -> bool {
 /// The column and text of what follows the dash of a line at `indent` that [`is_dash`] takes.
 fn after_dash(indent: usize, line: &str) -> Option<(usize, &str)> {
     let after = line.get(1..)?;
-    let body = after.trim_start_matches(' ');
+    let body = after_spaces(after);
     Some((indent + 1 + after.len() - body.len(), body))
 }
 
@@ -377,7 +377,7 @@ fn split_key(line: &str) -> Option<(&str, &str)> {
     if bad || key == "<<" || starts_with_indicator(key) || !resolves_to_string(key) {
         return None;
     }
-    let rest = rest.trim_start_matches(' ');
+    let rest = after_spaces(rest);
     Some((key, if rest.starts_with('#') { "" } else { rest }))
 }
 
@@ -432,7 +432,7 @@ fn split_word_key(line: &str) -> Option<(&str, &str)> {
     }
     let rest = match bytes.get(end..)? {
         [b':'] => "",
-        [b':', b' ', ..] => line.get(end + 2..)?.trim_start_matches(' '),
+        [b':', b' ', ..] => after_spaces(line.get(end + 2..)?),
         _ => return None,
     };
     Some((line.get(..end)?, if rest.starts_with('#') { "" } else { rest }))
@@ -498,7 +498,7 @@ fn scalar(text: &str) -> Option<Scalar<'_>> {
         return resolve_plain(text);
     }
     if let Some(quoted) = text.strip_prefix('"') {
-        let end = quoted.find('"')?;
+        let end = find_byte(quoted, b'"')?;
         let (content, after) = (quoted.get(..end)?, quoted.get(end + 1..)?);
         return (!content.contains('\\') && ends_after_quote(after)).then_some(Scalar::Str(content.into()));
     }
@@ -530,7 +530,7 @@ fn single_quoted(text: &str) -> Option<Scalar<'_>> {
     let mut content = String::new();
     let mut rest = text;
     loop {
-        let end = rest.find('\'')?;
+        let end = find_byte(rest, b'\'')?;
         content.push_str(rest.get(..end)?);
         let after = rest.get(end + 1..)?;
         match after.strip_prefix('\'') {
@@ -541,6 +541,18 @@ fn single_quoted(text: &str) -> Option<Scalar<'_>> {
             None => return ends_after_quote(after).then_some(Scalar::Str(content.into())),
         }
     }
+}
+
+/// `text` without its leading spaces. Byte loops here and in [`find_byte`]: `str`'s pattern
+/// searches cost more per call than the short runs they search.
+fn after_spaces(text: &str) -> &str {
+    let spaces = text.bytes().take_while(|&b| b == b' ').count();
+    text.get(spaces..).unwrap_or_default()
+}
+
+/// Where the first `byte` (ASCII) of `text` sits.
+fn find_byte(text: &str, byte: u8) -> Option<usize> {
+    text.bytes().position(|b| b == byte)
 }
 
 /// Where `first` directly followed by `second` occurs (byte scan: `str::find` with a string
@@ -565,7 +577,7 @@ fn resolves_to_string(key: &str) -> bool {
 
 /// After a closing quote: only spaces, or spaces then a comment.
 fn ends_after_quote(after: &str) -> bool {
-    let trimmed = after.trim_start_matches(' ');
+    let trimmed = after_spaces(after);
     trimmed.is_empty() || (trimmed.starts_with('#') && trimmed.len() < after.len())
 }
 
