@@ -160,8 +160,16 @@ impl<'a> Layered<'a> {
             return Ok(child);
         }
         let mut default = None;
-        for (bit, (path, value)) in self.partials.iter().enumerate() {
-            if self.below & (1 << bit) != 0 && path.get(self.depth) == Some(&key) {
+        // only the partial blocks still below this node (a key under `proxy` is compared with
+        // the few paths through `proxy`, not with every one)
+        let mut bits = self.below;
+        while bits != 0 {
+            let bit = bits.trailing_zeros();
+            bits &= bits - 1;
+            let Some((path, value)) = self.partials.get(bit as usize) else {
+                break;
+            };
+            if path.get(self.depth) == Some(&key) {
                 child.below |= 1 << bit;
                 if path.len() == child.depth {
                     default = Some(value);
