@@ -6,8 +6,9 @@
 #   CARGO_PROFILE_RELEASE_STRIP=false cargo build --release --target wasm32-wasip1 \
 #       -p linkerd-injector-policy --target-dir /tmp/tgt-unstripped
 # callgrind runs the `profile` bench's `perf-epoch` mode (fresh instances, wasmtime's perf map on,
-# epoch interruption on as in policy-server; MODE=perf runs without it), and the JIT code's addresses, which valgrind cannot name, are named from
-# the map wasmtime writes to /tmp/perf-PID.map. `perf record` over the same mode samples time,
+# epoch interruption on as in policy-server; MODE=perf runs without it), and the JIT code's
+# addresses, which valgrind cannot name, are named from the map wasmtime writes to
+# /tmp/perf-PID.map. `perf record` over the same mode samples time,
 # in which a host call or a copy builtin weighs far more than its instructions do.
 set -euo pipefail
 cd "$(dirname "$0")/.."

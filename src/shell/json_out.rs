@@ -108,7 +108,7 @@ fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
 fn copy_plain(out: &mut Vec<u8>, bytes: &[u8]) -> Option<()> {
     let (mark, n) = (out.len(), bytes.len());
     if n < 8 {
-        if bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        if bytes.iter().any(|&b| word::is_json_special(b)) {
             return None;
         }
         let (Some(first), Some(last)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) else {

@@ -624,7 +624,28 @@ fn resolve_plain(text: &str) -> Option<Scalar<'_>> {
 
 #[cfg(test)]
 mod tests {
-    use super::first_unplain;
+    use super::{WORD, first_unplain};
+    use crate::word;
+
+    /// `word_len`'s two statements of a word byte agree: the eight-at-once test and the table
+    /// its last bytes are looked up in, for every byte at every position, next to word bytes
+    /// and next to bytes whose borrows or carries could spill into it.
+    #[test]
+    fn not_word_is_the_table() {
+        for filler in [b'a', b'_', b'-', b'/', b'9', b'Z', 0x00, 0x7f, 0x80, 0xff] {
+            for at in 0..8 {
+                for b in 0..=255u8 {
+                    let mut bytes = [filler; 8];
+                    bytes[at] = b;
+                    let flags = word::not_word(u64::from_le_bytes(bytes));
+                    for (i, c) in bytes.iter().enumerate() {
+                        let is_word = WORD[usize::from(*c)];
+                        assert_eq!(flags >> (8 * i + 7) & 1 == 1, !is_word, "{bytes:?} at {i}");
+                    }
+                }
+            }
+        }
+    }
 
     /// The word test against the byte rule, for every byte value at every position, next to
     /// printable bytes and next to a 0xff that could carry into it.
