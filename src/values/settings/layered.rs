@@ -20,6 +20,16 @@ use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Error, Value};
 
+/// The shape of a chart default's keys.
+pub(super) enum Keys {
+    /// A value.
+    Leaf,
+    /// A null in the default where the block's type reads a null as an absent key (an
+    /// `Option` field): nothing a layer has to set.
+    Unset,
+    Map(&'static [(&'static str, Keys)]),
+}
+
 /// One layer's node.
 #[derive(Clone, Copy)]
 pub(super) enum Layer<'a> {
@@ -62,6 +72,23 @@ impl<'a> Layer<'a> {
     /// The node at `path`, when this layer sets it.
     pub(super) fn at(self, path: &[&str]) -> Option<Layer<'a>> {
         path.iter().try_fold(self, |layer, key| layer.child(key))
+    }
+
+    /// Whether this layer sets every key of a chart default that `keys` describes (a mapping
+    /// where it has one, a value that is neither null nor a mapping where it has a leaf), so
+    /// that under it the default adds nothing and overrides nothing.
+    pub(super) fn covers(self, keys: &Keys) -> bool {
+        match keys {
+            Keys::Leaf => !self.is_map() && !self.is_null(),
+            Keys::Unset => true,
+            Keys::Map(entries) => {
+                self.is_map()
+                    && entries.iter().all(|(k, below)| match below {
+                        Keys::Unset => true,
+                        _ => self.child(k).is_some_and(|c| c.covers(below)),
+                    })
+            }
+        }
     }
 
     /// This layer's entries, in order; `None` unless a mapping.

@@ -22,7 +22,7 @@ pub use policy::{
 pub use values::*;
 
 use crate::values::helm_yaml::Node;
-use layered::{Layer, Layered};
+use layered::{Keys, Layer, Layered};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -215,7 +215,7 @@ fn check_shapes(value: &Value) -> Result<(), SettingsError> {
 fn decode_layers<const N: usize>(layers: [Value; N]) -> Result<Settings, SettingsError> {
     // Merging layers before the defaults differs from Helm's order only where a layer sets a
     // non-object at or above a partial block: rare, so it takes the reference path.
-    let non_object_at_partial = PARTIAL_DEFAULTS.iter().any(|(path, _)| {
+    let non_object_at_partial = PARTIAL_DEFAULTS.iter().any(|(path, ..)| {
         layers.iter().any(|layer| {
             (1..=path.len()).any(|n| {
                 let found = path.iter().take(n).try_fold(layer, |v, k| v.get(*k));
@@ -233,7 +233,7 @@ fn decode_layers<const N: usize>(layers: [Value; N]) -> Result<Settings, Setting
     for layer in layers.into_iter().filter(|l| !l.is_null()) {
         merge(&mut merged, layer);
     }
-    for (path, default) in PARTIAL_DEFAULTS {
+    for (path, default, _) in PARTIAL_DEFAULTS {
         if let Some(block @ Value::Object(_)) = path.iter().try_fold(&mut merged, |v, k| v.get_mut(*k)) {
             let mut full = default();
             merge(&mut full, std::mem::take(block));
@@ -266,10 +266,14 @@ fn finish(mut settings: Settings, native_sidecar_set: bool) -> Result<Settings, 
 /// [`decode_layers`] over layers read in place ([`layered`]), with the same answer where it
 /// answers; `None` leaves the decode to `decode_layers`, which names the key of an error.
 fn decode_layered(layers: &[Layer<'_>]) -> Option<Result<Settings, SettingsError>> {
+    // a block some layer sets in full takes nothing from its default, which is not built
     let partials: Vec<_> = PARTIAL_DEFAULTS
         .iter()
-        .filter(|(path, _)| layers.iter().any(|l| l.at(path).is_some()))
-        .map(|(path, default)| (*path, default()))
+        .filter(|(path, _, keys)| {
+            let blocks = layers.iter().filter_map(|l| l.at(path));
+            blocks.clone().next().is_some() && !blocks.clone().any(|block| block.covers(keys))
+        })
+        .map(|(path, default, _)| (*path, default()))
         .collect();
     let root = Layered::root(layers, &partials).ok()?;
     let settings = Settings::deserialize(root).ok()?;
@@ -279,29 +283,89 @@ fn decode_layered(layers: &[Layer<'_>]) -> Option<Result<Settings, SettingsError
 
 /// Blocks whose chart default is not their type's `Default` (a parent sets it), or that are
 /// free-form maps with default keys: a partial block is merged over that default.
-type PartialDefault = (&'static [&'static str], fn() -> Value);
+/// Each with the keys of its default (`chart_default_keys_are_the_defaults` below), so that a
+/// block a layer sets in full is known without building the default.
+type PartialDefault = (&'static [&'static str], fn() -> Value, Keys);
 const PARTIAL_DEFAULTS: &[PartialDefault] = &[
-    (&["proxy", "image"], || to_value(values::proxy_image())),
-    (&["proxy", "runtime", "workers"], || {
-        to_value(Runtime::default().workers)
-    }),
-    (&["proxy", "livenessProbe"], || to_value(values::liveness_probe())),
-    (&["proxy", "readinessProbe"], || {
-        to_value(values::readiness_probe())
-    }),
-    (&["proxy", "inbound"], Http2KeepAlive::value),
-    (&["proxy", "outbound"], Http2KeepAlive::value),
-    (&["proxy", "tracing", "labels"], || {
-        to_value(Tracing::default().labels)
-    }),
+    (
+        &["proxy", "image"],
+        || to_value(values::proxy_image()),
+        Keys::Map(&[
+            ("name", Keys::Leaf),
+            ("pullPolicy", Keys::Leaf),
+            ("version", Keys::Leaf),
+        ]),
+    ),
+    (
+        &["proxy", "runtime", "workers"],
+        || to_value(Runtime::default().workers),
+        Keys::Map(&[
+            ("maximum", Keys::Unset),
+            ("maximumCPURatio", Keys::Unset),
+            ("minimum", Keys::Leaf),
+        ]),
+    ),
+    (
+        &["proxy", "livenessProbe"],
+        || to_value(values::liveness_probe()),
+        PROBE_KEYS,
+    ),
+    (
+        &["proxy", "readinessProbe"],
+        || to_value(values::readiness_probe()),
+        PROBE_KEYS,
+    ),
+    (&["proxy", "inbound"], Http2KeepAlive::value, KEEP_ALIVE_KEYS),
+    (&["proxy", "outbound"], Http2KeepAlive::value, KEEP_ALIVE_KEYS),
+    (
+        &["proxy", "tracing", "labels"],
+        || to_value(Tracing::default().labels),
+        Keys::Map(&[
+            ("k8s.container.name", Keys::Leaf),
+            ("k8s.pod.ip", Keys::Leaf),
+            ("k8s.pod.uid", Keys::Leaf),
+        ]),
+    ),
     (
         &["networkValidator", "securityContext"],
         NetworkValidatorSecurityContext::value,
+        Keys::Map(&[
+            ("allowPrivilegeEscalation", Keys::Leaf),
+            ("capabilities", Keys::Map(&[("drop", Keys::Leaf)])),
+            ("readOnlyRootFilesystem", Keys::Leaf),
+            ("runAsGroup", Keys::Leaf),
+            ("runAsNonRoot", Keys::Leaf),
+            ("runAsUser", Keys::Leaf),
+            ("seccompProfile", Keys::Map(&[("type", Keys::Leaf)])),
+        ]),
     ),
-    (&["debugContainer", "image"], || {
-        to_value(DebugContainer::default().image)
-    }),
+    (
+        &["debugContainer", "image"],
+        || to_value(DebugContainer::default().image),
+        Keys::Map(&[
+            ("name", Keys::Leaf),
+            ("pullPolicy", Keys::Leaf),
+            ("version", Keys::Leaf),
+        ]),
+    ),
 ];
+
+const PROBE_KEYS: Keys = Keys::Map(&[
+    ("failureThreshold", Keys::Unset),
+    ("initialDelaySeconds", Keys::Leaf),
+    ("periodSeconds", Keys::Unset),
+    ("timeoutSeconds", Keys::Leaf),
+]);
+const KEEP_ALIVE_KEYS: Keys = Keys::Map(&[(
+    "server",
+    Keys::Map(&[(
+        "http2",
+        Keys::Map(&[
+            ("keepAliveInterval", Keys::Leaf),
+            ("keepAliveTimeout", Keys::Leaf),
+        ]),
+    )]),
+)]);
 
 fn to_value<T: serde::Serialize>(value: T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
@@ -392,6 +456,31 @@ mod tests {
                 every_key(child, path, out);
                 path.pop();
             }
+        }
+    }
+
+    /// The keys each partial block's default is declared with are the keys it is built with.
+    #[test]
+    fn chart_default_keys_are_the_defaults() {
+        fn shape(v: &Value) -> Value {
+            match v {
+                Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), shape(v))).collect(),
+                Value::Null => Value::Null,
+                _ => Value::Bool(true),
+            }
+        }
+        fn declared(keys: &Keys) -> Value {
+            match keys {
+                Keys::Leaf => Value::Bool(true),
+                Keys::Unset => Value::Null,
+                Keys::Map(entries) => entries
+                    .iter()
+                    .map(|(k, below)| ((*k).to_string(), declared(below)))
+                    .collect(),
+            }
+        }
+        for (path, default, keys) in PARTIAL_DEFAULTS {
+            assert_eq!(declared(keys), shape(&default()), "{path:?}");
         }
     }
 
