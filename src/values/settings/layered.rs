@@ -83,9 +83,8 @@ impl<'a> Layer<'a> {
             Keys::Unset => true,
             Keys::Map(entries) => {
                 self.is_map()
-                    && entries.iter().all(|(k, below)| match below {
-                        Keys::Unset => true,
-                        _ => self.child(k).is_some_and(|c| c.covers(below)),
+                    && entries.iter().all(|(k, below)| {
+                        matches!(below, Keys::Unset) || self.child(k).is_some_and(|c| c.covers(below))
                     })
             }
         }

@@ -270,8 +270,8 @@ fn decode_layered(layers: &[Layer<'_>]) -> Option<Result<Settings, SettingsError
     let partials: Vec<_> = PARTIAL_DEFAULTS
         .iter()
         .filter(|(path, _, keys)| {
-            let blocks = layers.iter().filter_map(|l| l.at(path));
-            blocks.clone().next().is_some() && !blocks.clone().any(|block| block.covers(keys))
+            let mut blocks = layers.iter().filter_map(|l| l.at(path)).peekable();
+            blocks.peek().is_some() && !blocks.any(|block| block.covers(keys))
         })
         .map(|(path, default, _)| (*path, default()))
         .collect();
@@ -290,11 +290,7 @@ const PARTIAL_DEFAULTS: &[PartialDefault] = &[
     (
         &["proxy", "image"],
         || to_value(values::proxy_image()),
-        Keys::Map(&[
-            ("name", Keys::Leaf),
-            ("pullPolicy", Keys::Leaf),
-            ("version", Keys::Leaf),
-        ]),
+        IMAGE_KEYS,
     ),
     (
         &["proxy", "runtime", "workers"],
@@ -342,14 +338,15 @@ const PARTIAL_DEFAULTS: &[PartialDefault] = &[
     (
         &["debugContainer", "image"],
         || to_value(DebugContainer::default().image),
-        Keys::Map(&[
-            ("name", Keys::Leaf),
-            ("pullPolicy", Keys::Leaf),
-            ("version", Keys::Leaf),
-        ]),
+        IMAGE_KEYS,
     ),
 ];
 
+const IMAGE_KEYS: Keys = Keys::Map(&[
+    ("name", Keys::Leaf),
+    ("pullPolicy", Keys::Leaf),
+    ("version", Keys::Leaf),
+]);
 const PROBE_KEYS: Keys = Keys::Map(&[
     ("failureThreshold", Keys::Unset),
     ("initialDelaySeconds", Keys::Leaf),
