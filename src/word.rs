@@ -86,6 +86,19 @@ pub fn next_json_special(bytes: &[u8], from: usize) -> Option<usize> {
     rest.iter().position(|&b| is_json_special(b)).map(|i| at + i)
 }
 
+/// Where the first byte `b` at or after `from` sits, eight bytes tested at once.
+pub fn next_equal(bytes: &[u8], from: usize, b: u8) -> Option<usize> {
+    let mut at = from;
+    while let Some(x) = bytes.get(at..at + 8).and_then(of) {
+        if let Some(i) = lowest(equal(x, b)) {
+            return Some(at + i);
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..)?;
+    rest.iter().position(|&c| c == b).map(|i| at + i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -105,7 +105,9 @@ fn agrees_along(text: &str) -> Result<bool, String> {
 ///
 /// [`fast_along`]: helm_yaml::fast_along
 fn agrees_skim(text: &str) -> Result<bool, String> {
-    let Some(skim) = helm_yaml::skim_along(text, "proxy", "opaquePorts") else {
+    let skim = helm_yaml::skim_along(text, "proxy", "opaquePorts");
+    agrees_skim_json(text, skim.as_ref())?;
+    let Some(skim) = skim else {
         return Ok(false);
     };
     if let Some(along) = helm_yaml::fast_along(text, &["proxy", "opaquePorts"])
@@ -130,6 +132,23 @@ fn agrees_skim(text: &str) -> Result<bool, String> {
         ));
     }
     Ok(true)
+}
+
+/// The skim over the document as a host call's JSON answer holds it, escapes left in
+/// ([`helm_yaml::skim_along_json`]): serde_json's escapes (what policy-server writes), and the
+/// same with every `/` written `\/`, give exactly the plain skim's answer.
+fn agrees_skim_json(text: &str, plain: Option<&Value>) -> Result<(), String> {
+    let quoted = serde_json::to_string(text).map_err(|e| e.to_string())?;
+    let json = &quoted[1..quoted.len() - 1];
+    for escaped in [json.to_string(), json.replace('/', "\\/")] {
+        let in_json = helm_yaml::skim_along_json(&escaped, "proxy", "opaquePorts");
+        if in_json.as_ref() != plain {
+            return Err(format!(
+                "skim in JSON {in_json:?} != skim {plain:?} for {escaped:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Linkerd's own `linkerd-config` documents all take the fast reader.

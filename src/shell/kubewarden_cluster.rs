@@ -2,9 +2,9 @@
 //! `kubernetes/list_resources_by_namespace` host capabilities: the module's lookups (the `host/`
 //! crate is a different thing, an engine that runs the module).
 
-use crate::cluster::{Cluster, ListLookup, Lookup, LookupError, classify_host_error};
-use crate::shell::masked;
+use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError, classify_host_error};
 use crate::shell::wire::from_json;
+use crate::shell::{masked, scan};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
 };
@@ -12,6 +12,7 @@ use kubewarden_policy_sdk::wapc_guest::host_call;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// A Kubernetes List as a whole: only read to explain an answer [`masked::items`] cannot read.
@@ -31,10 +32,15 @@ fn read_answer<T, W: DeserializeOwned>(
     match masked {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(from_json::<W>(answer).err().unwrap_or(e)),
-        Err(_) => Err(from_json::<W>(answer)
-            .err()
-            .unwrap_or_else(|| <serde_json::Error as serde::de::Error>::custom("not UTF-8"))),
+        Err(_) => Err(not_utf8::<W>(answer)),
     }
+}
+
+/// Why an answer that is not UTF-8 cannot be read as `W`.
+fn not_utf8<W: DeserializeOwned>(answer: &[u8]) -> serde_json::Error {
+    from_json::<W>(answer)
+        .err()
+        .unwrap_or_else(|| <serde_json::Error as serde::de::Error>::custom("not UTF-8"))
 }
 
 pub struct KubewardenCluster;
@@ -86,6 +92,11 @@ impl Cluster for KubewardenCluster {
     }
 
     fn list(&self, lookup: &ListLookup) -> Result<Vec<Value>, LookupError> {
+        self.list_answer(lookup)?.items()
+    }
+
+    /// The answer's text, kept: its items are read when asked for.
+    fn list_answer(&self, lookup: &ListLookup) -> Result<Box<dyn Listed + '_>, LookupError> {
         let request = ListResourcesByNamespaceRequest {
             api_version: lookup.api_version.to_owned(),
             kind: lookup.kind.to_owned(),
@@ -99,7 +110,41 @@ impl Cluster for KubewardenCluster {
         let answer = Self::call("list_resources_by_namespace", what, &request, |e| {
             LookupError::Failed(format!("lookup of {} failed: {e}", what()))
         })?;
-        read_answer::<_, Items>(&answer, |text| masked::items(text, lookup.field_masks))
-            .map_err(|e| LookupError::Failed(format!("lookup of {}: malformed answer: {e}", what())))
+        let text = String::from_utf8(answer)
+            .map_err(|e| malformed_list(lookup, &not_utf8::<Items>(e.as_bytes())))?;
+        Ok(Box::new(ListText {
+            text,
+            lookup: lookup.clone(),
+        }))
+    }
+}
+
+fn malformed_list(lookup: &ListLookup, error: &serde_json::Error) -> LookupError {
+    LookupError::Failed(format!(
+        "lookup of {}: malformed answer: {error}",
+        lookup.describe()
+    ))
+}
+
+/// A list's answer as the engine wrote it.
+struct ListText {
+    text: String,
+    lookup: ListLookup,
+}
+
+impl Listed for ListText {
+    fn items(&self) -> Result<Vec<Value>, LookupError> {
+        masked::items(&self.text, self.lookup.field_masks).map_err(|e| {
+            let whole = from_json::<Items>(self.text.as_bytes()).err().unwrap_or(e);
+            malformed_list(&self.lookup, &whole)
+        })
+    }
+
+    /// Read where it lies when `items` would read it: from an answer masked to `data`.
+    fn json_string(&self, name: &str, path: &[&str]) -> Option<Cow<'_, str>> {
+        let (["data", key], ["data"]) = (path, self.lookup.field_masks) else {
+            return None;
+        };
+        scan::item_data_string(&self.text, name, key).map(Cow::Borrowed)
     }
 }

@@ -45,6 +45,28 @@ pub(crate) fn items(text: &str, masks: &[&str]) -> Option<Vec<Value>> {
     items
 }
 
+/// The string at `data.<key>` of the first item named `name` of a List, as the text writes it
+/// between its quotes, where [`items`] reads the List with the mask `data`: the fields [`items`]
+/// keeps are checked as it checks them, but for that string's escapes and bytes, which are left
+/// to its reader; nothing is built. `None` when unsure (another string of `data` with a `\u`
+/// escape), or when the item or the string is not there.
+pub(crate) fn item_data_string<'a>(text: &'a str, name: &str, key: &str) -> Option<&'a str> {
+    let mut s = Scanner::new(text);
+    let mut found = None;
+    // the last `items` counts, as in a JSON tree
+    s.object(|s, k| match &*k {
+        "items" => {
+            found = s.first_named(name, key)?;
+            Some(())
+        }
+        _ => s.skip(),
+    })?;
+    if !s.end() {
+        return None;
+    }
+    found
+}
+
 /// The `validate` payload as [`Shape<Payload>`]'s serde reading gives it, or `None` when unsure.
 pub(crate) fn payload(text: &str) -> Option<Payload> {
     let mut s = Scanner::new(text);
@@ -356,6 +378,120 @@ impl<'a> Scanner<'a> {
             Some(())
         })?;
         Some(Value::Object(kept))
+    }
+
+    /// The `items` array as [`Scanner::items`] reads it, for the `data.<key>` string of the
+    /// first item named `name` (`Some(None)`: no such item, or no string there).
+    fn first_named(&mut self, name: &str, key: &str) -> Option<Option<&'a str>> {
+        let mut found = None;
+        self.array(|s| {
+            let (item_name, string) = s.named_item(key)?;
+            if found.is_none() && item_name.as_deref() == Some(name) {
+                found = Some(string);
+            }
+            Some(())
+        })?;
+        Some(found.flatten())
+    }
+
+    /// An item as [`Scanner::kept`] reads it with the mask `data`: its name, and its
+    /// `data.<key>` string as written.
+    fn named_item(&mut self, key: &str) -> Option<(Option<Cow<'a, str>>, Option<&'a str>)> {
+        let (mut name, mut string) = (None, None);
+        self.object(|s, k| {
+            match &*k {
+                "data" => string = s.written_strings(key)?,
+                "metadata" => name = s.metadata_name()?,
+                dotted if dotted.starts_with("metadata.") || dotted.starts_with("data.") => return None,
+                _ => return s.skip(),
+            }
+            Some(())
+        })?;
+        Some((name, string))
+    }
+
+    /// `metadata` as [`Scanner::metadata`] reads it for its name alone.
+    fn metadata_name(&mut self) -> Option<Option<Cow<'a, str>>> {
+        let mut name = None;
+        self.object(|s, k| {
+            if &*k != "name" {
+                return s.skip();
+            }
+            if s.next()? != b'"' {
+                return None;
+            }
+            name = Some(s.string()?);
+            Some(())
+        })?;
+        Some(name)
+    }
+
+    /// [`Scanner::strings`] for the string at `key`, as written.
+    fn written_strings(&mut self, key: &str) -> Option<Option<&'a str>> {
+        if self.peek()? == b'n' {
+            return self.literal("null").map(|()| None);
+        }
+        let mut string = None;
+        self.object(|s, k| {
+            if s.next()? != b'"' {
+                return None;
+            }
+            if *k != *key {
+                return s.written_string().map(drop);
+            }
+            // a second one would replace this one unchecked
+            if string.is_some() {
+                return None;
+            }
+            string = Some(s.string_as_written()?);
+            Some(())
+        })?;
+        Some(string)
+    }
+
+    /// The string whose opening quote was just read, as written, up to the first quote that
+    /// no backslash escapes: its escapes and bytes are left unchecked, for a reader that
+    /// refuses any it does not know ([`crate::cluster::Cluster::json_string`]).
+    fn string_as_written(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        let mut from = start;
+        loop {
+            let quote = word::next_equal(bytes, from, b'"')?;
+            let before = bytes.get(start..quote)?;
+            let backslashes = before.iter().rev().take_while(|&&b| b == b'\\').count();
+            if backslashes % 2 == 0 {
+                self.at = quote + 1;
+                return self.text.get(start..quote);
+            }
+            from = quote + 1;
+        }
+    }
+
+    /// The string whose opening quote was just read, as written (its escapes checked as
+    /// [`Scanner::skip_string`] checks them). `None` at a `\u` escape, whose code point only
+    /// serde_json checks when it builds the string.
+    fn written_string(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        let bytes = self.text.as_bytes();
+        loop {
+            let at = word::next_json_special(bytes, self.at)?;
+            match bytes.get(at)? {
+                b'"' => {
+                    self.at = at + 1;
+                    return self.text.get(start..at);
+                }
+                b'\\'
+                    if matches!(
+                        bytes.get(at + 1)?,
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't'
+                    ) =>
+                {
+                    self.at = at + 2;
+                }
+                _ => return None,
+            }
+        }
     }
 
     /// Null, or a map of strings.

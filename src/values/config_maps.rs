@@ -8,9 +8,10 @@
 //! every fresh instance): the core reads each one once per admission, and a second read of the
 //! same one is a get of its own.
 
-use crate::cluster::{Cluster, ListLookup, Lookup, LookupError};
+use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError};
 use crate::values::settings::{ConfigMapLookup, PolicyOptions};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
 
 /// A [`Cluster`] that answers gets of control-plane ConfigMaps from one list; every other call
@@ -19,7 +20,10 @@ pub struct ControlPlaneReads<'c> {
     inner: &'c dyn Cluster,
     /// The control-plane namespace, when its ConfigMaps are listed.
     listed_namespace: Option<&'c str>,
-    listed: OnceCell<Result<RefCell<Vec<Value>>, LookupError>>,
+    /// The list's answer, kept as the engine gave it: a string of it may be read there
+    /// ([`Cluster::json_string`]) before, or instead of, its items being built.
+    listed: OnceCell<Result<Box<dyn Listed + 'c>, LookupError>>,
+    items: OnceCell<Result<RefCell<Vec<Value>>, LookupError>>,
     /// The names of the listed ConfigMaps already handed over.
     handed_over: RefCell<Vec<String>>,
 }
@@ -32,6 +36,7 @@ impl<'c> ControlPlaneReads<'c> {
             inner,
             listed_namespace,
             listed: OnceCell::new(),
+            items: OnceCell::new(),
             handed_over: RefCell::default(),
         }
     }
@@ -41,6 +46,17 @@ impl<'c> ControlPlaneReads<'c> {
         self.listed_namespace
             .filter(|&ns| lookup.kind == "ConfigMap" && lookup.namespace.as_deref() == Some(ns))
     }
+
+    /// The list's answer, asked for once.
+    fn answer(&self, namespace: &str) -> Result<&dyn Listed, LookupError> {
+        let listed = self
+            .listed
+            .get_or_init(|| self.inner.list_answer(&ListLookup::config_maps(namespace)));
+        match listed {
+            Ok(answer) => Ok(&**answer),
+            Err(e) => Err(e.clone()),
+        }
+    }
 }
 
 impl Cluster for ControlPlaneReads<'_> {
@@ -48,12 +64,9 @@ impl Cluster for ControlPlaneReads<'_> {
         let Some(namespace) = self.listed_for(lookup) else {
             return self.inner.get(lookup);
         };
-        let listed = self.listed.get_or_init(|| {
-            self.inner
-                .list(&ListLookup::config_maps(namespace))
-                .map(RefCell::new)
-        });
-        let items = listed.as_ref().map_err(Clone::clone)?;
+        let answer = self.answer(namespace)?;
+        let items = self.items.get_or_init(|| answer.items().map(RefCell::new));
+        let items = items.as_ref().map_err(Clone::clone)?;
         if self.handed_over.borrow().contains(&lookup.name) {
             return self.inner.get(lookup);
         }
@@ -72,6 +85,18 @@ impl Cluster for ControlPlaneReads<'_> {
 
     fn list(&self, lookup: &ListLookup) -> Result<Vec<Value>, LookupError> {
         self.inner.list(lookup)
+    }
+
+    /// Read from the list's answer while its items are not built (a failed list: `None`, and
+    /// the get that follows fails as the list did, with no second call).
+    fn json_string(&self, lookup: &Lookup, path: &[&str]) -> Option<Cow<'_, str>> {
+        let Some(namespace) = self.listed_for(lookup) else {
+            return self.inner.json_string(lookup, path);
+        };
+        if self.items.get().is_some() {
+            return None;
+        }
+        self.answer(namespace).ok()?.json_string(&lookup.name, path)
     }
 }
 
@@ -183,6 +208,45 @@ mod tests {
         );
     }
 
+    /// A string of a listed ConfigMap is read from the list's answer, as JSON writes it; a
+    /// get of it later is answered from the same list, and once the items are built the
+    /// answer is theirs alone.
+    #[test]
+    fn a_string_is_read_where_the_list_holds_it() {
+        let mut values = config_map("linkerd", "linkerd-config");
+        values["data"]["values"] = json!("proxy:\n  opaquePorts: \"25\"\n");
+        let inner = MemoryCluster::new(vec![values.clone()]);
+        let p = policy(ConfigMapLookup::List);
+        let reads = ControlPlaneReads::new(&inner, &p);
+        let lookup = Lookup::config_map("linkerd", "linkerd-config");
+        assert_eq!(
+            reads.json_string(&lookup, &["data", "values"]).as_deref(),
+            Some(r#"proxy:\n  opaquePorts: \"25\"\n"#)
+        );
+        assert_eq!(reads.json_string(&lookup, &["data", "absent"]), None);
+        assert_eq!(
+            reads.json_string(&Lookup::config_map("linkerd", "absent"), &["data", "values"]),
+            None
+        );
+        assert_eq!(reads.get(&lookup), Ok(values));
+        assert_eq!(reads.json_string(&lookup, &["data", "values"]), None);
+        assert_eq!(described(&inner), ["list ConfigMaps in namespace linkerd"]);
+    }
+
+    /// Outside the listed namespace, and under `configMapLookup: get`, strings are the inner
+    /// cluster's to give (a memory cluster gives none).
+    #[test]
+    fn strings_of_objects_not_listed_are_not_read_from_a_list() {
+        let inner = cluster();
+        for (lookup, namespace) in [(ConfigMapLookup::List, "shop"), (ConfigMapLookup::Get, "linkerd")] {
+            let p = policy(lookup);
+            let reads = ControlPlaneReads::new(&inner, &p);
+            let at = Lookup::config_map(namespace, "linkerd-config");
+            assert_eq!(reads.json_string(&at, &["data", "k"]), None);
+        }
+        assert_eq!(described(&inner), Vec::<String>::new());
+    }
+
     /// A failed list fails every read it would have answered, without a second call.
     #[test]
     fn a_failed_list_fails_each_read_once_listed() {
@@ -197,8 +261,15 @@ mod tests {
         );
         assert_eq!(
             reads.get(&Lookup::config_map("linkerd", "linkerd-identity-trust-roots")),
-            Err(failed)
+            Err(failed.clone())
         );
+        assert_eq!(described(&inner), ["list ConfigMaps in namespace linkerd"]);
+        // nor a string read first
+        let inner = cluster().fail("ConfigMap", failed.clone());
+        let reads = ControlPlaneReads::new(&inner, &p);
+        let lookup = Lookup::config_map("linkerd", "linkerd-config");
+        assert_eq!(reads.json_string(&lookup, &["data", "k"]), None);
+        assert_eq!(reads.get(&lookup), Err(failed));
         assert_eq!(described(&inner), ["list ConfigMaps in namespace linkerd"]);
     }
 }

@@ -9,6 +9,7 @@
 //! unusable `linkerd-config` never rejects a workload that asked for no proxy.
 
 use crate::cluster::{Cluster, Lookup, LookupError};
+use crate::values::helm_yaml::skim_along_json;
 use crate::values::settings::{Settings, SettingsError, ValuesFailure, ValuesSource};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -16,6 +17,7 @@ use std::cell::{OnceCell, RefCell};
 
 /// The ConfigMap's data key holding the values document.
 pub const VALUES_KEY: &str = "values";
+const VALUES_PATH: [&str; 2] = ["data", VALUES_KEY];
 
 /// Why the control plane's values could not be used. Every message names the ConfigMap.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -157,11 +159,21 @@ impl<'s, 'c> Values<'s, 'c> {
         if set_here {
             return Some(settings.proxy.opaque_ports.to_string());
         }
-        if self.read.get().is_none()
-            && let Ok(text) = self.text()
-            && let Some(ports) = opaque_ports_of(text)
-        {
-            return Some(ports);
+        if self.read.get().is_none() {
+            if self.text.get().is_none()
+                && let Some(json) = self
+                    .cluster
+                    .json_string(&config_map_lookup(settings), &VALUES_PATH)
+                && let Some(ports) =
+                    skim_along_json(&json, "proxy", "opaquePorts").and_then(|doc| ports_in(&doc))
+            {
+                return Some(ports);
+            }
+            if let Ok(text) = self.text()
+                && let Some(ports) = opaque_ports_of(text)
+            {
+                return Some(ports);
+            }
         }
         self.optional(OPAQUE_DEFAULT)
             .map(|s| s.proxy.opaque_ports.to_string())
@@ -187,21 +199,24 @@ fn config_map_name(settings: &Settings) -> String {
     )
 }
 
+fn config_map_lookup(settings: &Settings) -> Lookup {
+    Lookup::config_map(
+        &settings.policy.control_plane_namespace,
+        &settings.policy.linkerd_config_map,
+    )
+}
+
 /// The ConfigMap's `values` text.
 fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesError> {
-    let namespace = &settings.policy.control_plane_namespace;
-    let name = &settings.policy.linkerd_config_map;
-    let mut config_map = cluster
-        .get(&Lookup::config_map(namespace, name))
-        .map_err(|e| match e {
-            LookupError::NotFound(_) => ValuesError::NotFound {
-                at: config_map_name(settings),
-            },
-            LookupError::Failed(message) => ValuesError::Lookup {
-                at: config_map_name(settings),
-                message,
-            },
-        })?;
+    let mut config_map = cluster.get(&config_map_lookup(settings)).map_err(|e| match e {
+        LookupError::NotFound(_) => ValuesError::NotFound {
+            at: config_map_name(settings),
+        },
+        LookupError::Failed(message) => ValuesError::Lookup {
+            at: config_map_name(settings),
+            message,
+        },
+    })?;
     // the answer is ours: take the text out of it rather than copy it
     let values = config_map.get_mut("data").and_then(|d| d.get_mut(VALUES_KEY));
     match values.map(Value::take) {
@@ -242,6 +257,11 @@ fn opaque_ports_of(text: &str) -> Option<String> {
     use crate::values::helm_yaml::{fast_along, skim_along};
     let doc =
         skim_along(text, "proxy", "opaquePorts").or_else(|| fast_along(text, &["proxy", "opaquePorts"]))?;
+    ports_in(&doc)
+}
+
+/// [`opaque_ports_of`] from the document cut to `proxy.opaquePorts`.
+fn ports_in(doc: &Value) -> Option<String> {
     let ports = match doc.get("proxy") {
         None | Some(Value::Null) => None,
         Some(Value::Object(proxy)) => proxy.get("opaquePorts").filter(|v| !v.is_null()),

@@ -24,6 +24,52 @@ fn agrees(text: &str, answers: bool) {
         (None, _) => {}
     }
     assert_eq!(fast.is_some(), answers, "{text}");
+    let mut names = vec!["a".to_string(), "absent".to_string()];
+    let mut keys = vec!["k".to_string(), "values".to_string()];
+    for item in general(text).unwrap_or_default() {
+        names.extend(
+            item.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        );
+        keys.extend(
+            item.get("data")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flat_map(|d| d.keys().cloned()),
+        );
+    }
+    for name in &names {
+        for key in &keys {
+            agrees_on_string(text, name, key);
+        }
+    }
+}
+
+/// The string [`item_data_string`] finds where it lies, against the general reader: where it
+/// answers, the first item named `name` has that string at `data.<key>`, once unescaped. Where
+/// the general reader refuses the text, it answers only a string that is itself not JSON (its
+/// escapes are left to its reader). `true` when it answered.
+fn agrees_on_string(text: &str, name: &str, key: &str) -> bool {
+    let Some(written) = item_data_string(text, name, key) else {
+        return false;
+    };
+    let unescaped = serde_json::from_str::<String>(&format!("\"{written}\""));
+    match general(text) {
+        Ok(items) => {
+            let named = |o: &&Value| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name);
+            let expected = items
+                .iter()
+                .find(named)
+                .and_then(|o| o.get("data")?.get(key)?.as_str());
+            assert_eq!(unescaped.ok().as_deref(), expected, "{name}, {key}: {text}");
+        }
+        Err(e) => assert!(
+            unescaped.is_err(),
+            "answered {written:?} where serde_json refuses ({e}): {text}"
+        ),
+    }
+    true
 }
 
 fn list(items: Value) -> String {
@@ -105,6 +151,7 @@ fn linkerds_config_maps() {
     assert!(items.len() >= 6, "{} ConfigMaps", items.len());
     let text = list(Value::Array(items));
     agrees(&text, true);
+    assert!(agrees_on_string(&text, "linkerd-config", "values"));
     let pretty = serde_json::to_string_pretty(&serde_json::from_str::<Value>(&text).unwrap()).unwrap();
     agrees(&pretty, true);
 }
@@ -156,6 +203,19 @@ proptest! {
         let doc = json!({"apiVersion": "v1", "items": list, "metadata": {}});
         let text = if pretty { serde_json::to_string_pretty(&doc).unwrap() } else { doc.to_string() };
         prop_assert_eq!(items(&text, &["data"]), Some(general(&text).unwrap()));
+        // each item's strings where they lie, wherever no code point escape makes it unsure
+        let mut seen = Vec::new();
+        for item in general(&text).unwrap() {
+            let Some(name) = item.pointer("/metadata/name").and_then(Value::as_str) else { continue };
+            if seen.contains(&name.to_string()) {
+                continue; // the first item of a name is the one read
+            }
+            seen.push(name.to_string());
+            for key in item["data"].as_object().unwrap().keys() {
+                let answered = agrees_on_string(&text, name, key);
+                prop_assert!(answered || text.contains("\\u"), "{name}, {key}: {text}");
+            }
+        }
     }
 
     /// Any document at all: where this reader answers, serde_json answers the same.

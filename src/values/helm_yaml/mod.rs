@@ -18,7 +18,7 @@ use std::borrow::Cow;
 mod node;
 mod skim;
 pub use node::Node;
-pub use skim::skim_along;
+pub use skim::{skim_along, skim_along_json};
 
 /// Parses a YAML document into JSON values, exactly as `serde_yaml_ng::from_str` does.
 pub fn from_str(text: &str) -> Result<Value, serde_yaml_ng::Error> {

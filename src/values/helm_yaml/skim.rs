@@ -8,6 +8,9 @@
 //! is libyaml's value at the key. Unlike [`super::fast_along`], a document that libyaml refuses
 //! elsewhere (away from the key's lines) may still get an answer: that is the point of reading
 //! one key.
+//!
+//! [`skim_along_json`] reads the document where it lies in a host call's JSON answer, its
+//! escapes left in: unescaping the 8 KB of `linkerd-config` cost as much as skimming it.
 
 use super::{Scalar, after_dash, is_dash, scalar, split_key, split_word_key};
 use crate::word;
@@ -17,6 +20,18 @@ use serde_json::{Map, Value};
 /// path `[top, key]`: `{}` without `top`, `{top: null}`, `{top: {}}` without `key`, or
 /// `{top: {key: node}}`; `None` when unsure.
 pub fn skim_along(text: &str, top: &str, key: &str) -> Option<Value> {
+    skim::<false>(text, top, key)
+}
+
+/// [`skim_along`] over the document as a JSON string writes it, between its quotes: `\n` is a
+/// line break, `\"`, `\\` and `\/` the bytes they stand for. `None` for any other escape (a
+/// tab, a carriage return, a `\u`), as for anything else it is unsure of; where it answers,
+/// [`skim_along`] gives the same answer for the unescaped text.
+pub fn skim_along_json(json: &str, top: &str, key: &str) -> Option<Value> {
+    skim::<true>(json, top, key)
+}
+
+fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
     let mut skim = Skim {
         top,
         key,
@@ -28,31 +43,52 @@ pub fn skim_along(text: &str, top: &str, key: &str) -> Option<Value> {
     // one pass over the bytes: each line's indentation, end and the classes of its bytes
     let bytes = text.as_bytes();
     let mut start = 0;
+    let mut unescaped = String::new();
     while start <= bytes.len() {
         let rest = bytes.get(start..)?;
         let indent = rest.iter().position(|&b| b != b' ').unwrap_or(rest.len());
-        let (end, classes) = line_end(bytes, start + indent);
+        let (end, next, classes) = line_end::<JSON>(bytes, start + indent);
         if classes & REFUSED != 0 {
             return None;
         }
         let passed_over = indent > 0 && classes & (OPENER | BAR) == 0 && skim.passes_over(indent);
         if !passed_over && start + indent < end && skim.reads(indent) {
             let body = text.get(start + indent..end)?;
+            let body = if JSON && classes & ESCAPED != 0 {
+                unescape(body, &mut unescaped);
+                &unescaped
+            } else {
+                body
+            };
             let trimmed = body.bytes().rposition(|b| b != b' ').map_or(0, |i| i + 1);
             skim.line(indent, body.get(..trimmed)?, classes)?;
         }
-        start = end + 1;
+        start = next;
     }
     skim.finish()
 }
 
-/// Where the line containing `at` ends (its `\n`, or the end of the text), and the classes of
-/// its bytes from `at` on. Eight bytes at a time while none of them has a class.
-fn line_end(bytes: &[u8], mut at: usize) -> (usize, u8) {
+/// A line's text with the escapes [`line_end`] lets through decoded (each stands for the
+/// byte after its backslash), into `out`. The line is ASCII: [`line_end`] refuses other bytes.
+fn unescape(json: &str, out: &mut String) {
+    out.clear();
+    let mut escaped = false;
+    for &b in json.as_bytes() {
+        if escaped || b != b'\\' {
+            out.push(char::from(b));
+        }
+        escaped = !escaped && b == b'\\';
+    }
+}
+
+/// Where the line containing `at` ends (its line break, or the end of the text), where the
+/// next one starts, and the classes of its bytes from `at` on. Eight bytes at a time while none
+/// of them has a class. `JSON`: the text is a JSON string's, escapes left in.
+fn line_end<const JSON: bool>(bytes: &[u8], mut at: usize) -> (usize, usize, u8) {
     let mut classes = 0;
     loop {
         if let Some(word) = bytes.get(at..at + 8) {
-            match first_special(word) {
+            match first_special::<JSON>(word) {
                 None => {
                     at += 8;
                     continue;
@@ -61,29 +97,42 @@ fn line_end(bytes: &[u8], mut at: usize) -> (usize, u8) {
             }
         }
         let Some(&b) = bytes.get(at) else {
-            return (at, classes);
+            return (at, at + 1, classes);
         };
+        if JSON && b == b'\\' {
+            classes |= match bytes.get(at + 1) {
+                Some(b'n') => return (at, at + 2, classes),
+                Some(b'"') => OPENER | ESCAPED,
+                Some(b'\\' | b'/') => ESCAPED,
+                _ => REFUSED,
+            };
+            at += 2;
+            continue;
+        }
         let class = CLASS.get(usize::from(b)).copied().unwrap_or(REFUSED);
         if class == BREAK {
-            return (at, classes);
+            return (at, at + 1, classes);
         }
         classes |= class;
         at += 1;
     }
 }
 
-/// Where the first of eight bytes that may have a class sits (a few without one, `\`, are
-/// found too), all eight tested at once.
-fn first_special(bytes: &[u8]) -> Option<usize> {
+/// Where the first of eight bytes that may have a class sits (a few without one, `\\`, are
+/// found too), all eight tested at once. A JSON string's text holds no quote but after a
+/// backslash, which is found.
+fn first_special<const JSON: bool>(bytes: &[u8]) -> Option<usize> {
     let x = word::of(bytes)?;
     let each = |b: u8| word::ONES * u64::from(b);
     let folded = x | each(0x20); // `[` as `{`, `\` as `|`
-    let flags = word::unplain(x)
+    let mut flags = word::unplain(x)
         | word::zero(folded ^ each(b'{'))
         | word::zero(folded ^ each(b'|'))
-        | word::zero(x ^ each(b'"'))
         | word::zero(x ^ each(b'\''))
         | word::zero(x ^ each(b'>'));
+    if !JSON {
+        flags |= word::zero(x ^ each(b'"'));
+    }
     word::lowest(flags)
 }
 
@@ -97,6 +146,8 @@ const BAR: u8 = 4;
 /// indentation is a separator: each could move a key onto a line this reader does not see.
 /// Other control bytes are not YAML at all.
 const REFUSED: u8 = 8;
+/// An escape of a JSON string (`\"`, `\\`, `\/`), decoded before the line is read.
+const ESCAPED: u8 = 16;
 
 static CLASS: [u8; 256] = classes();
 
@@ -366,20 +417,45 @@ fn one_line(body: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{CLASS, first_special};
+    use super::{CLASS, first_special, skim_along, skim_along_json};
+    use rstest::rstest;
+    use serde_json::json;
+
+    /// Escapes a JSON string may hold: the three that stand for plain bytes are read, a line
+    /// break ends the line, and every other (a tab, a carriage return, a code point) is left
+    /// to the whole read, as the bytes they stand for are by the plain skim.
+    #[rstest]
+    #[case::line_breaks(r#"a: 1\nproxy:\n  opaquePorts: \"25,587\"\n"#, Some(json!({"proxy": {"opaquePorts": "25,587"}})))]
+    #[case::escaped_backslash_and_slash(r#"a: x\\y\/z\nproxy:\n  opaquePorts: 3306\n"#, Some(json!({"proxy": {"opaquePorts": 3306}})))]
+    #[case::backslash_n_is_no_break(r#"a: x\\nproxy: 1"#, Some(json!({})))]
+    #[case::tab(r#"a:\t1\nproxy: ~"#, None)]
+    #[case::carriage_return(r#"a: 1\r\nproxy: ~"#, None)]
+    #[case::code_point(r#"a: \u0031\nproxy: ~"#, None)]
+    #[case::lone_backslash_at_the_end(r#"proxy: ~\n\"#, None)]
+    fn json_escapes(#[case] json: &str, #[case] expected: Option<serde_json::Value>) {
+        assert_eq!(skim_along_json(json, "proxy", "opaquePorts"), expected);
+        if let Ok(text) = serde_json::from_str::<String>(&format!("\"{json}\"")) {
+            let plain = skim_along(&text, "proxy", "opaquePorts");
+            assert!(expected.is_none() || plain == expected, "{plain:?}");
+        }
+    }
 
     /// The word test against the table, for every byte value at every position, next to plain
-    /// bytes and next to ones that could borrow or carry into it.
+    /// bytes and next to ones that could borrow or carry into it; in a JSON string's text, the
+    /// same but for the quote.
     #[test]
     fn first_special_is_the_table() {
         let special = |b: &u8| CLASS[usize::from(*b)] != 0 || *b == b'\\';
+        let in_json = |b: &u8| special(b) && *b != b'"';
         for filler in [b'a', b' ', b'~', b'\n', b'"', 0xff, 0x00] {
             for at in 0..8 {
                 for b in 0..=255u8 {
                     let mut word = [filler; 8];
                     word[at] = b;
                     let expected = word.iter().position(special);
-                    assert_eq!(first_special(&word), expected, "{word:?}");
+                    assert_eq!(first_special::<false>(&word), expected, "{word:?}");
+                    let expected = word.iter().position(in_json);
+                    assert_eq!(first_special::<true>(&word), expected, "{word:?}");
                 }
             }
         }
