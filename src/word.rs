@@ -86,6 +86,20 @@ pub fn next_json_special(bytes: &[u8], from: usize) -> Option<usize> {
     rest.iter().position(|&b| is_json_special(b)).map(|i| at + i)
 }
 
+/// How many spaces `bytes` starts with, eight bytes tested at once (the indentation of a
+/// YAML line).
+pub fn leading_spaces(bytes: &[u8]) -> usize {
+    let mut at = 0;
+    while let Some(x) = bytes.get(at..at + 8).and_then(of) {
+        if let Some(i) = lowest(!exactly(x, b' ') & HIGH_BITS) {
+            return at + i;
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..).unwrap_or_default();
+    at + rest.iter().take_while(|&&b| b == b' ').count()
+}
+
 /// Where the first byte `b` at or after `from` sits, eight bytes tested at once.
 pub fn next_equal(bytes: &[u8], from: usize, b: u8) -> Option<usize> {
     let mut at = from;
@@ -120,6 +134,21 @@ mod tests {
             let from = from.min(bytes.len());
             let expected = bytes.iter().skip(from).position(|&b| b < 0x20 || b == b'"' || b == b'\\').map(|i| from + i);
             prop_assert_eq!(next_json_special(&bytes, from), expected);
+        }
+
+        /// The first byte equal to any, and the spaces a text starts with, against byte loops.
+        #[test]
+        fn finds_bytes_and_counts_spaces(
+            bytes in prop::collection::vec(prop::sample::select(vec![b' ', b'!', 0x1f, 0xa0, b'"', 0x00]), 0..40),
+            from in 0usize..40,
+            spaces in 0usize..20,
+        ) {
+            let from = from.min(bytes.len());
+            let expected = bytes.iter().skip(from).position(|&b| b == b'"').map(|i| from + i);
+            prop_assert_eq!(next_equal(&bytes, from, b'"'), expected);
+            let text = [vec![b' '; spaces], bytes.clone()].concat();
+            let expected = text.iter().take_while(|&&b| b == b' ').count();
+            prop_assert_eq!(leading_spaces(&text), expected);
         }
     }
 }

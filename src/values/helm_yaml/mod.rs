@@ -194,10 +194,8 @@ impl<'a> Reader<'a> {
         while let Some(line) = self.lines.get(self.pos) {
             // byte loops: the trims' pattern machinery cost more than the rest of the peek
             let bytes = line.as_bytes();
-            let indent = bytes.iter().position(|&b| b != b' ');
-            if let Some(indent) = indent
-                && bytes.get(indent) != Some(&b'#')
-            {
+            let indent = word::leading_spaces(bytes);
+            if indent < bytes.len() && bytes.get(indent) != Some(&b'#') {
                 let end = bytes.iter().rposition(|&b| b != b' ').map_or(indent, |i| i + 1);
                 let found = (indent, line.get(indent..end)?);
                 self.peeked = Some((self.pos, found.0, found.1));

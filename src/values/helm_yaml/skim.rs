@@ -46,7 +46,7 @@ fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
     let mut unescaped = String::new();
     while start <= bytes.len() {
         let rest = bytes.get(start..)?;
-        let indent = rest.iter().position(|&b| b != b' ').unwrap_or(rest.len());
+        let indent = word::leading_spaces(rest);
         let (end, next, classes) = line_end::<JSON>(bytes, start + indent);
         if classes & REFUSED != 0 {
             return None;
@@ -72,13 +72,13 @@ fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
 /// byte after its backslash), into `out`. The line is ASCII: [`line_end`] refuses other bytes.
 fn unescape(json: &str, out: &mut String) {
     out.clear();
-    let mut escaped = false;
-    for &b in json.as_bytes() {
-        if escaped || b != b'\\' {
-            out.push(char::from(b));
-        }
-        escaped = !escaped && b == b'\\';
+    let mut rest = json;
+    while let Some(at) = rest.bytes().position(|b| b == b'\\') {
+        out.push_str(rest.get(..at).unwrap_or_default());
+        out.push_str(rest.get(at + 1..at + 2).unwrap_or_default());
+        rest = rest.get(at + 2..).unwrap_or_default();
     }
+    out.push_str(rest);
 }
 
 /// Where the line containing `at` ends (its line break, or the end of the text), where the
