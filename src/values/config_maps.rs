@@ -6,7 +6,9 @@
 //!
 //! A listed ConfigMap is handed over, not copied (`linkerd-config`'s values are 8 KB, read in
 //! every fresh instance): the core reads each one once per admission, and a second read of the
-//! same one is a get of its own.
+//! same one is a get of its own. Before any is handed over, one string of the list's answer can
+//! be read where the answer holds it ([`Cluster::json_string`]): `proxy.opaquePorts` of an
+//! object outside the mesh is skimmed from `linkerd-config`'s values as the JSON writes them.
 
 use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError};
 use crate::values::settings::{ConfigMapLookup, PolicyOptions};

@@ -147,7 +147,8 @@ impl<'s, 'c> Values<'s, 'c> {
     /// `proxy.opaquePorts` in effect, for the default annotation of an object that gets no
     /// proxy; `None` when the values are unusable (then named in the warning). That key alone
     /// is read from `linkerd-config` when the settings do not set it and nothing else needed
-    /// the values; a document the targeted read cannot answer exactly is read whole.
+    /// the values ([`Values::opaque_ports_alone`]); a document the targeted reads cannot answer
+    /// exactly is read whole.
     pub fn opaque_ports(&self) -> Option<String> {
         let settings = self.settings;
         let set_here = settings.policy.values_from == ValuesSource::Settings
@@ -159,24 +160,28 @@ impl<'s, 'c> Values<'s, 'c> {
         if set_here {
             return Some(settings.proxy.opaque_ports.to_string());
         }
-        if self.read.get().is_none() {
-            if self.text.get().is_none()
-                && let Some(json) = self
-                    .cluster
-                    .json_string(&config_map_lookup(settings), &VALUES_PATH)
-                && let Some(ports) =
-                    skim_along_json(&json, "proxy", "opaquePorts").and_then(|doc| ports_in(&doc))
-            {
-                return Some(ports);
-            }
-            if let Ok(text) = self.text()
-                && let Some(ports) = opaque_ports_of(text)
-            {
-                return Some(ports);
-            }
+        if self.read.get().is_none()
+            && let Some(ports) = self.opaque_ports_alone()
+        {
+            return Some(ports);
         }
         self.optional(OPAQUE_DEFAULT)
             .map(|s| s.proxy.opaque_ports.to_string())
+    }
+
+    /// `proxy.opaquePorts` read alone: where the cluster's answer holds the document, its
+    /// escapes left in (neither unescaped nor copied), or else from the document's text;
+    /// `None` when neither read is sure.
+    fn opaque_ports_alone(&self) -> Option<String> {
+        if self.text.get().is_none()
+            && let Some(json) = self
+                .cluster
+                .json_string(&config_map_lookup(self.settings), &VALUES_PATH)
+            && let Some(ports) = skim_along_json(&json, "proxy", "opaquePorts").and_then(|doc| ports_in(&doc))
+        {
+            return Some(ports);
+        }
+        opaque_ports_of(self.text().ok()?)
     }
 
     /// What this admission did with the values.
