@@ -29,20 +29,7 @@ pub(crate) fn object(text: &str, masks: &[&str]) -> Option<Value> {
 /// The items of a List as [`super::masked::items`] reads them with `masks`, or `None` when unsure.
 pub(crate) fn items(text: &str, masks: &[&str]) -> Option<Vec<Value>> {
     let keep = Keep::of(masks)?;
-    let mut s = Scanner::new(text);
-    let mut items = None;
-    // the last `items` counts, as in a JSON tree
-    s.object(|s, key| match &*key {
-        "items" => {
-            items = Some(s.items(keep)?);
-            Some(())
-        }
-        _ => s.skip(),
-    })?;
-    if !s.end() {
-        return None;
-    }
-    items
+    last_items(text, |s| s.items(keep))
 }
 
 /// The string at `data.<key>` of the first item named `name` of a List, as the text writes it
@@ -51,12 +38,17 @@ pub(crate) fn items(text: &str, masks: &[&str]) -> Option<Vec<Value>> {
 /// to its reader; nothing is built. `None` when unsure (another string of `data` with a `\u`
 /// escape), or when the item or the string is not there.
 pub(crate) fn item_data_string<'a>(text: &'a str, name: &str, key: &str) -> Option<&'a str> {
+    last_items(text, |s| s.first_named(name, key))?
+}
+
+/// A List's `items` as `read` reads them, where the whole text is one this reader is sure of:
+/// the last `items` counts, as in a JSON tree, and the List's other fields are skipped.
+fn last_items<'a, T>(text: &'a str, mut read: impl FnMut(&mut Scanner<'a>) -> Option<T>) -> Option<T> {
     let mut s = Scanner::new(text);
-    let mut found = None;
-    // the last `items` counts, as in a JSON tree
-    s.object(|s, k| match &*k {
+    let mut items = None;
+    s.object(|s, key| match &*key {
         "items" => {
-            found = s.first_named(name, key)?;
+            items = Some(read(s)?);
             Some(())
         }
         _ => s.skip(),
@@ -64,7 +56,7 @@ pub(crate) fn item_data_string<'a>(text: &'a str, name: &str, key: &str) -> Opti
     if !s.end() {
         return None;
     }
-    found
+    items
 }
 
 /// The `validate` payload as [`Shape<Payload>`]'s serde reading gives it, or `None` when unsure.
@@ -473,25 +465,8 @@ impl<'a> Scanner<'a> {
     /// serde_json checks when it builds the string.
     fn written_string(&mut self) -> Option<&'a str> {
         let start = self.at;
-        let bytes = self.text.as_bytes();
-        loop {
-            let at = word::next_json_special(bytes, self.at)?;
-            match bytes.get(at)? {
-                b'"' => {
-                    self.at = at + 1;
-                    return self.text.get(start..at);
-                }
-                b'\\'
-                    if matches!(
-                        bytes.get(at + 1)?,
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't'
-                    ) =>
-                {
-                    self.at = at + 2;
-                }
-                _ => return None,
-            }
-        }
+        self.skip_string(false)?;
+        self.text.get(start..self.at - 1)
     }
 
     /// Null, or a map of strings.
@@ -539,7 +514,7 @@ impl<'a> Scanner<'a> {
             b'[' => self.array(Self::skip),
             b'"' => {
                 self.at += 1;
-                self.skip_string()
+                self.skip_string(true)
             }
             b't' => self.literal("true"),
             b'f' => self.literal("false"),
@@ -660,14 +635,15 @@ impl<'a> Scanner<'a> {
     /// The string opened before `start` (its quote at `start - 1`), read by serde_json.
     fn string_by_serde(&mut self, start: usize) -> Option<Cow<'a, str>> {
         self.at = start;
-        self.skip_string()?;
+        self.skip_string(true)?;
         let quoted = self.text.get(start.checked_sub(1)?..self.at)?;
         serde_json::from_str(quoted).ok().map(Cow::Owned)
     }
 
     /// Skips the string whose opening quote was just read, checking its escapes as serde_json
-    /// does when it skips one (a `\u` needs four hex digits, not a valid code point).
-    fn skip_string(&mut self) -> Option<()> {
+    /// does when it skips one (a `\u` needs four hex digits, not a valid code point); `None` at
+    /// a `\u` unless `code_points`.
+    fn skip_string(&mut self, code_points: bool) -> Option<()> {
         let bytes = self.text.as_bytes();
         loop {
             let at = word::next_json_special(bytes, self.at)?;
@@ -679,7 +655,11 @@ impl<'a> Scanner<'a> {
                 b'\\' => {
                     let width = match bytes.get(at + 1)? {
                         b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
-                        b'u' if bytes.get(at + 2..at + 6)?.iter().all(u8::is_ascii_hexdigit) => 6,
+                        b'u' if code_points
+                            && bytes.get(at + 2..at + 6)?.iter().all(u8::is_ascii_hexdigit) =>
+                        {
+                            6
+                        }
                         _ => return None,
                     };
                     self.at = at + width;

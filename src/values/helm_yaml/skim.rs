@@ -118,7 +118,7 @@ fn line_end<const JSON: bool>(bytes: &[u8], mut at: usize) -> (usize, usize, u8)
     }
 }
 
-/// Where the first of eight bytes that may have a class sits (a few without one, `\\`, are
+/// Where the first of eight bytes that may have a class sits (a few without one, `\`, are
 /// found too), all eight tested at once. A JSON string's text holds no quote but after a
 /// backslash, which is found.
 fn first_special<const JSON: bool>(bytes: &[u8]) -> Option<usize> {
