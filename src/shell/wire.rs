@@ -39,7 +39,7 @@ pub fn validate(payload: &[u8], cluster: &dyn Cluster) -> Vec<u8> {
 /// `str`, serde_json does not check each string again (that was 4 % of the guest's
 /// instructions). Invalid UTF-8 is read by `from_slice`, whose error names the position.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_json::Result<T> {
-    match std::str::from_utf8(bytes) {
+    match simdutf8::basic::from_utf8(bytes) {
         Ok(text) => serde_json::from_str(text),
         Err(_) => serde_json::from_slice(bytes),
     }
@@ -48,7 +48,7 @@ pub(crate) fn from_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> serde_j
 /// The request, the settings, and the request object's text when our reader read the payload.
 fn decode(payload: &[u8]) -> Result<(RequestFields, Settings, Option<&str>), String> {
     // our reader where it is sure, serde_json's otherwise (and for every error)
-    let text = std::str::from_utf8(payload).ok();
+    let text = simdutf8::basic::from_utf8(payload).ok();
     let scanned = text.and_then(scan::payload);
     let payload: Shape<Payload> = match scanned {
         Some(payload) => Shape::Object(payload),

@@ -15,6 +15,7 @@ use crate::word;
 use serde_json::{Number, Value};
 use std::borrow::Cow;
 
+mod marks;
 mod node;
 mod skim;
 pub use node::Node;

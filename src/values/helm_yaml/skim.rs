@@ -12,6 +12,7 @@
 //! [`skim_along_json`] reads the document where it lies in a host call's JSON answer, its
 //! escapes left in: unescaping the 8 KB of `linkerd-config` cost as much as skimming it.
 
+use super::marks::Marks;
 use super::{Scalar, after_dash, is_dash, scalar, split_key, split_word_key};
 use crate::word;
 use serde_json::{Map, Value};
@@ -40,18 +41,16 @@ fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
         value: Found::Absent,
         literal: None,
     };
-    // one pass over the bytes: each line's indentation, end and the classes of its bytes
+    // from one marked byte to the next: each line's end and the classes of its bytes
     let bytes = text.as_bytes();
+    let mut marks = Marks::<JSON>::new(bytes);
     let mut start = 0;
     let mut unescaped = String::new();
     while start <= bytes.len() {
-        let rest = bytes.get(start..)?;
-        let indent = word::leading_spaces(rest);
-        let (end, next, classes) = line_end::<JSON>(bytes, start + indent);
-        if classes & REFUSED != 0 {
-            return None;
-        }
-        let passed_over = indent > 0 && classes & (OPENER | BAR) == 0 && skim.passes_over(indent);
+        let (end, next, classes) = line_end(bytes, &mut marks)?;
+        let indent = word::leading_spaces(bytes.get(start..end)?);
+        let passed_over =
+            classes & (OPENER | BAR) == 0 && skim.passes_over_below().is_some_and(|column| indent > column);
         if !passed_over && start + indent < end && skim.reads(indent) {
             let body = text.get(start + indent..end)?;
             let body = if JSON && classes & ESCAPED != 0 {
@@ -68,8 +67,25 @@ fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
     skim.finish()
 }
 
-/// A line's text with the escapes [`line_end`] lets through decoded (each stands for the
-/// byte after its backslash), into `out`. The line is ASCII: [`line_end`] refuses other bytes.
+/// Where the line whose marks come next ends, where the next one starts, and the classes of its
+/// bytes; `None` for a byte the skim refuses.
+fn line_end<const JSON: bool>(bytes: &[u8], marks: &mut Marks<'_, JSON>) -> Option<(usize, usize, u8)> {
+    let mut classes = 0;
+    while let Some(at) = marks.next() {
+        match mark::<JSON>(bytes, at) {
+            (BREAK, next) => return Some((at, next, classes)),
+            (REFUSED, _) => return None,
+            (class, next) => {
+                classes |= class;
+                marks.skip_to(next);
+            }
+        }
+    }
+    Some((bytes.len(), bytes.len() + 1, classes))
+}
+
+/// A line's text with the escapes [`mark`] lets through decoded (each stands for the byte
+/// after its backslash), into `out`. The line is ASCII: other bytes are refused.
 fn unescape(json: &str, out: &mut String) {
     out.clear();
     let mut rest = json;
@@ -81,59 +97,23 @@ fn unescape(json: &str, out: &mut String) {
     out.push_str(rest);
 }
 
-/// Where the line containing `at` ends (its line break, or the end of the text), where the
-/// next one starts, and the classes of its bytes from `at` on. Eight bytes at a time while none
-/// of them has a class. `JSON`: the text is a JSON string's, escapes left in.
-fn line_end<const JSON: bool>(bytes: &[u8], mut at: usize) -> (usize, usize, u8) {
-    let mut classes = 0;
-    loop {
-        if let Some(word) = bytes.get(at..at + 8) {
-            match first_special::<JSON>(word) {
-                None => {
-                    at += 8;
-                    continue;
-                }
-                Some(i) => at += i,
-            }
-        }
-        let Some(&b) = bytes.get(at) else {
-            return (at, at + 1, classes);
+/// The class of the marked byte at `at` and where the text after it starts. `JSON`: the text
+/// is a JSON string's, escapes left in: `\n` is the line break, `\"`, `\\` and `\/` stand for
+/// their second byte, any other escape is refused.
+fn mark<const JSON: bool>(bytes: &[u8], at: usize) -> (u8, usize) {
+    let Some(&b) = bytes.get(at) else {
+        return (REFUSED, at + 1);
+    };
+    if JSON && b == b'\\' {
+        let class = match bytes.get(at + 1) {
+            Some(b'n') => BREAK,
+            Some(b'"') => OPENER | ESCAPED,
+            Some(b'\\' | b'/') => ESCAPED,
+            _ => REFUSED,
         };
-        if JSON && b == b'\\' {
-            classes |= match bytes.get(at + 1) {
-                Some(b'n') => return (at, at + 2, classes),
-                Some(b'"') => OPENER | ESCAPED,
-                Some(b'\\' | b'/') => ESCAPED,
-                _ => REFUSED,
-            };
-            at += 2;
-            continue;
-        }
-        let class = CLASS.get(usize::from(b)).copied().unwrap_or(REFUSED);
-        if class == BREAK {
-            return (at, at + 1, classes);
-        }
-        classes |= class;
-        at += 1;
+        return (class, at + 2);
     }
-}
-
-/// Where the first of eight bytes that may have a class sits (a few without one, `\`, are
-/// found too), all eight tested at once. A JSON string's text holds no quote but after a
-/// backslash, which is found.
-fn first_special<const JSON: bool>(bytes: &[u8]) -> Option<usize> {
-    let x = word::of(bytes)?;
-    let each = |b: u8| word::ONES * u64::from(b);
-    let folded = x | each(0x20); // `[` as `{`, `\` as `|`
-    let mut flags = word::unplain(x)
-        | word::zero(folded ^ each(b'{'))
-        | word::zero(folded ^ each(b'|'))
-        | word::zero(x ^ each(b'\''))
-        | word::zero(x ^ each(b'>'));
-    if !JSON {
-        flags |= word::zero(x ^ each(b'"'));
-    }
-    word::lowest(flags)
+    (CLASS.get(usize::from(b)).copied().unwrap_or(REFUSED), at + 1)
 }
 
 /// Byte classes, one table lookup per byte of the document.
@@ -149,7 +129,7 @@ const REFUSED: u8 = 8;
 /// An escape of a JSON string (`\"`, `\\`, `\/`), decoded before the line is read.
 const ESCAPED: u8 = 16;
 
-static CLASS: [u8; 256] = classes();
+pub(super) static CLASS: [u8; 256] = classes();
 
 #[expect(
     clippy::indexing_slicing,
@@ -210,18 +190,18 @@ impl Skim<'_> {
         indent == 0 || !(self.block == Block::After || self.literal.is_some_and(|column| indent > column))
     }
 
-    /// Whether an indented line with no byte that could open a node (nor start a block scalar)
-    /// changes nothing, whatever its content: one before or after the top key's block, or
-    /// deeper than its keys, with no block scalar and no `key:` open above it. [`Skim::line`]
-    /// would read such a line and leave everything as it was; this spares the reading.
-    fn passes_over(&self, indent: usize) -> bool {
+    /// The column below which a line with no byte that could open a node (nor start a block
+    /// scalar) changes nothing, whatever its content: lines before or after the top key's
+    /// block, or deeper than its keys, with no block scalar and no `key:` open above it.
+    /// [`Skim::line`] would read such a line and leave everything as it was; this spares the
+    /// reading. `None` while each line must be read.
+    fn passes_over_below(&self) -> Option<usize> {
         let settled = self.mapping && self.literal.is_none() && !self.value_pending();
-        settled
-            && match self.block {
-                Block::Before | Block::After => true,
-                Block::Inside(Some(column)) => indent > column,
-                Block::Inside(None) => false,
-            }
+        match self.block {
+            _ if !settled => None,
+            Block::Before | Block::After => Some(0),
+            Block::Inside(column) => column,
+        }
     }
 
     /// One line with content: `body` without its indentation and trailing spaces, `classes`
@@ -417,7 +397,7 @@ fn one_line(body: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{CLASS, first_special, skim_along, skim_along_json};
+    use super::{skim_along, skim_along_json};
     use rstest::rstest;
     use serde_json::json;
 
@@ -437,27 +417,6 @@ mod tests {
         if let Ok(text) = serde_json::from_str::<String>(&format!("\"{json}\"")) {
             let plain = skim_along(&text, "proxy", "opaquePorts");
             assert!(expected.is_none() || plain == expected, "{plain:?}");
-        }
-    }
-
-    /// The word test against the table, for every byte value at every position, next to plain
-    /// bytes and next to ones that could borrow or carry into it; in a JSON string's text, the
-    /// same but for the quote.
-    #[test]
-    fn first_special_is_the_table() {
-        let special = |b: &u8| CLASS[usize::from(*b)] != 0 || *b == b'\\';
-        let in_json = |b: &u8| special(b) && *b != b'"';
-        for filler in [b'a', b' ', b'~', b'\n', b'"', 0xff, 0x00] {
-            for at in 0..8 {
-                for b in 0..=255u8 {
-                    let mut word = [filler; 8];
-                    word[at] = b;
-                    let expected = word.iter().position(special);
-                    assert_eq!(first_special::<false>(&word), expected, "{word:?}");
-                    let expected = word.iter().position(in_json);
-                    assert_eq!(first_special::<true>(&word), expected, "{word:?}");
-                }
-            }
         }
     }
 }
