@@ -72,6 +72,14 @@ pub fn json_special(x: u64) -> u64 {
     control(x) | equal(x, b'"') | equal(x, b'\\')
 }
 
+/// [`json_special`] for sixteen bytes at once, one bit each.
+pub fn json_special_bits(block: [u8; 16]) -> u32 {
+    let x = u8x16::new(block);
+    let special =
+        x.min(u8x16::splat(0x1f)).simd_eq(x) | x.simd_eq(u8x16::splat(b'"')) | x.simd_eq(u8x16::splat(b'\\'));
+    special.to_bitmask()
+}
+
 /// [`json_special`] for one byte.
 pub fn is_json_special(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\'
@@ -141,6 +149,24 @@ mod tests {
         prop::sample::select(vec![
             b'"', b'#', b'\\', b']', 0x00, 0x01, 0x1f, b' ', b'a', 0x7f, 0x80, 0xc3, 0xff,
         ])
+    }
+
+    /// The vector test against the byte test, for every byte value at every position.
+    #[test]
+    fn json_special_bits_are_the_byte_test() {
+        for filler in [b'a', b'"', 0x00, 0xff] {
+            for at in 0..16 {
+                for b in 0..=255u8 {
+                    let mut block = [filler; 16];
+                    block[at] = b;
+                    let expected = block
+                        .iter()
+                        .enumerate()
+                        .fold(0, |bits, (i, &c)| bits | u32::from(is_json_special(c)) << i);
+                    assert_eq!(json_special_bits(block), expected, "{block:?}");
+                }
+            }
+        }
     }
 
     proptest! {

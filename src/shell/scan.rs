@@ -587,6 +587,18 @@ impl<'a> Scanner<'a> {
         out.extend_from_slice(bytes.get(start..first)?);
         let mut at = first;
         loop {
+            while let Some(block) = bytes.get(at..at + 16).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+                out.extend_from_slice(&block);
+                match word::json_special_bits(block) {
+                    0 => at += 16,
+                    bits => {
+                        let i = bits.trailing_zeros() as usize;
+                        out.truncate(out.len() - 16 + i);
+                        at += i;
+                        break;
+                    }
+                }
+            }
             while let Some(x) = bytes.get(at..at + 8).and_then(word::of) {
                 out.extend_from_slice(&x.to_le_bytes());
                 match word::lowest(word::json_special(x)) {
