@@ -18,6 +18,8 @@ pub const WASM_OPT_FLAGS: &[&str] = &[
     "--enable-sign-ext",
     "--enable-mutable-globals",
     "--enable-nontrapping-float-to-int",
+    // the module uses WebAssembly SIMD (.cargo/config.toml)
+    "--enable-simd",
 ];
 
 pub const OURS: &str = "policy.wasm (ours)";
