@@ -132,10 +132,14 @@ pub fn next_equal(bytes: &[u8], from: usize, b: u8) -> Option<usize> {
     rest.iter().position(|&c| c == b).map(|i| at + i)
 }
 
-/// The sixteen bytes from `at` as one vector, when there are sixteen.
+/// The sixteen bytes from `at`, when there are sixteen: a vector test's block.
+pub fn block(bytes: &[u8], at: usize) -> Option<[u8; 16]> {
+    bytes.get(at..at + 16)?.try_into().ok()
+}
+
+/// [`block`] as one vector.
 fn sixteen(bytes: &[u8], at: usize) -> Option<u8x16> {
-    let block: [u8; 16] = bytes.get(at..at + 16)?.try_into().ok()?;
-    Some(u8x16::new(block))
+    block(bytes, at).map(u8x16::new)
 }
 
 #[cfg(test)]

@@ -587,7 +587,7 @@ impl<'a> Scanner<'a> {
         out.extend_from_slice(bytes.get(start..first)?);
         let mut at = first;
         loop {
-            while let Some(block) = bytes.get(at..at + 16).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+            while let Some(block) = word::block(bytes, at) {
                 out.extend_from_slice(&block);
                 match word::json_special_bits(block) {
                     0 => at += 16,

@@ -62,7 +62,7 @@ pub(super) fn marked<const JSON: bool>(b: u8) -> bool {
 
 /// The marked bytes of the sixteen from `at` (those left at the end of the text), one bit each.
 fn block_bits<const JSON: bool>(bytes: &[u8], at: usize) -> u32 {
-    match bytes.get(at..at + 16).and_then(|b| <[u8; 16]>::try_from(b).ok()) {
+    match crate::word::block(bytes, at) {
         Some(block) => vector_bits::<JSON>(block),
         None => bytes
             .get(at..)
