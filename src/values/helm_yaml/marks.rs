@@ -25,14 +25,17 @@ impl<'t, const JSON: bool> Marks<'t, JSON> {
         }
     }
 
+    /// The marks from `at` on, those already given included.
+    pub(super) fn restart_at(&mut self, at: usize) {
+        self.block = at;
+        self.bits = block_bits::<JSON>(self.bytes, at);
+    }
+
     /// Leaves out the marks before `at`: the byte after a backslash is the escape's.
     pub(super) fn skip_to(&mut self, at: usize) {
         match at.checked_sub(self.block) {
             Some(shift) if shift < 16 => self.bits &= u32::MAX << shift,
-            _ => {
-                self.block = at;
-                self.bits = block_bits::<JSON>(self.bytes, at);
-            }
+            _ => self.restart_at(at),
         }
     }
 }
@@ -127,6 +130,16 @@ mod tests {
     }
 
     proptest! {
+        /// From a restart, the marks from there on, those given before included.
+        #[test]
+        fn restart_gives_the_marks_again(bytes in prop::collection::vec(near_marked(), 0..70), taken in 0usize..10, at in 0usize..70) {
+            let mut marks = Marks::<true>::new(&bytes);
+            marks.by_ref().take(taken).for_each(drop);
+            marks.restart_at(at);
+            let expected: Vec<usize> = (at..bytes.len()).filter(|&i| marked::<true>(bytes[i])).collect();
+            prop_assert_eq!(marks.collect::<Vec<_>>(), expected);
+        }
+
         /// Every marked byte, in order, across blocks and the text's last bytes, and from where
         /// a skip leaves the marks.
         #[test]

@@ -47,11 +47,15 @@ fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
     let mut start = 0;
     let mut unescaped = String::new();
     while start <= bytes.len() {
+        if let Some((column, key)) = skim.passes_over() {
+            start = pass_over(bytes, &mut marks, start, column, key)?;
+            if start > bytes.len() {
+                break;
+            }
+        }
         let (end, next, classes) = line_end(bytes, &mut marks)?;
         let indent = word::leading_spaces(bytes.get(start..end)?);
-        let passed_over =
-            classes & (OPENER | BAR) == 0 && skim.passes_over_below().is_some_and(|column| indent > column);
-        if !passed_over && start + indent < end && skim.reads(indent) {
+        if start + indent < end && skim.reads(indent) {
             let body = text.get(start + indent..end)?;
             let body = if JSON && classes & ESCAPED != 0 {
                 unescape(body, &mut unescaped);
@@ -82,6 +86,55 @@ fn line_end<const JSON: bool>(bytes: &[u8], marks: &mut Marks<'_, JSON>) -> Opti
         }
     }
     Some((bytes.len(), bytes.len() + 1, classes))
+}
+
+/// From the line at `start`, past the lines [`Skim::line`] would leave as they are
+/// ([`Skim::passes_over`]): deeper than `column` or another key than `key` at it, with no byte
+/// that could open a node or start a block scalar. Where the first
+/// line it stops at starts (past the end when none), the marks from that line's start on;
+/// `None` for a byte the skim refuses. One test per line break, where reading a line costs
+/// several times that.
+fn pass_over<const JSON: bool>(
+    bytes: &[u8],
+    marks: &mut Marks<'_, JSON>,
+    mut start: usize,
+    column: usize,
+    key: &str,
+) -> Option<usize> {
+    'lines: while deeper(bytes, start, column) || other_key_at(bytes, start, column, key) {
+        while let Some(at) = marks.next() {
+            match mark::<JSON>(bytes, at) {
+                (BREAK, next) => {
+                    start = next;
+                    continue 'lines;
+                }
+                (REFUSED, _) => return None,
+                (class, _) if class & (OPENER | BAR) != 0 => {
+                    // the line is read from its start, this mark included
+                    marks.restart_at(start);
+                    return Some(start);
+                }
+                (_, next) => marks.skip_to(next),
+            }
+        }
+        return Some(bytes.len() + 1);
+    }
+    Some(start)
+}
+
+/// Whether the line at `start` has more than `column` spaces before anything else.
+fn deeper(bytes: &[u8], start: usize, column: usize) -> bool {
+    bytes
+        .get(start..=start + column)
+        .is_some_and(|indent| indent.iter().all(|&b| b == b' '))
+}
+
+/// Whether the line at `start` holds [`other_key`] than `key` at `column`.
+fn other_key_at(bytes: &[u8], start: usize, column: usize, key: &str) -> bool {
+    bytes
+        .get(start..start + column)
+        .is_some_and(|indent| indent.iter().all(|&b| b == b' '))
+        && other_key(bytes.get(start + column..).unwrap_or_default(), key)
 }
 
 /// A line's text with the escapes [`mark`] lets through decoded (each stands for the byte
@@ -190,17 +243,18 @@ impl Skim<'_> {
         indent == 0 || !(self.block == Block::After || self.literal.is_some_and(|column| indent > column))
     }
 
-    /// The column below which a line with no byte that could open a node (nor start a block
-    /// scalar) changes nothing, whatever its content: lines before or after the top key's
-    /// block, or deeper than its keys, with no block scalar and no `key:` open above it.
-    /// [`Skim::line`] would read such a line and leave everything as it was; this spares the
-    /// reading. `None` while each line must be read.
-    fn passes_over_below(&self) -> Option<usize> {
+    /// The column of the keys this reader looks for next, and the key sought there: a line
+    /// with no byte that could open a node (nor start a block scalar) changes nothing when it
+    /// is deeper than that column, or holds another key at it ([`other_key`]). Such lines lie
+    /// before or after the top key's block, or in it, with no block scalar and no `key:` open
+    /// above them. [`Skim::line`] would read them and leave everything as it was; this spares
+    /// the reading. `None` while each line must be read.
+    fn passes_over(&self) -> Option<(usize, &str)> {
         let settled = self.mapping && self.literal.is_none() && !self.value_pending();
         match self.block {
             _ if !settled => None,
-            Block::Before | Block::After => Some(0),
-            Block::Inside(column) => column,
+            Block::Before | Block::After => Some((0, self.top)),
+            Block::Inside(column) => Some((column?, self.key)),
         }
     }
 
@@ -260,7 +314,7 @@ impl Skim<'_> {
 
     fn top_level(&mut self, body: &str) -> Option<()> {
         // the first line decides that the root is a mapping
-        if self.mapping && other_key(body, self.top) {
+        if self.mapping && other_key(body.as_bytes(), self.top) {
             return Some(());
         }
         let (key, rest) = split_key(body)?;
@@ -303,7 +357,7 @@ impl Skim<'_> {
             return (indent >= column).then_some(());
         }
         // the first line decides that `top` holds a mapping
-        if !first && other_key(body, self.key) {
+        if !first && other_key(body.as_bytes(), self.key) {
             return Some(());
         }
         let (key, rest) = split_key(body)?;
@@ -370,8 +424,12 @@ fn literal_column(indent: usize, body: &str) -> Option<usize> {
 
 /// A line that starts with a letter or digit is a plain key (or no YAML at all), and it is not
 /// `key` unless it starts with it: no need to split it.
-fn other_key(body: &str, key: &str) -> bool {
-    body.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric) && !body.starts_with(key)
+fn other_key(body: &[u8], key: &str) -> bool {
+    let (Some(&first), key) = (body.first(), key.as_bytes()) else {
+        return false;
+    };
+    // the first bytes alone tell most keys apart, without a call to compare the rest
+    first.is_ascii_alphanumeric() && (key.first() != Some(&first) || !body.starts_with(key))
 }
 
 /// Whether a line is whole nodes the subset reader takes on one line (so nothing it opens runs
