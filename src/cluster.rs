@@ -113,10 +113,19 @@ pub trait Cluster {
     /// its quotes, escapes left in), for a reader that reads it there. Its escapes may be
     /// unchecked: the reader refuses any it does not know, and a control byte. `None` when this
     /// cluster has no such text at hand, or no string is there: the caller then gets the object.
-    fn json_string(&self, _lookup: &Lookup, _path: &[&str]) -> Option<Cow<'_, str>> {
+    /// `read` may be handed such a string where the answer holds it, before it is known which
+    /// object holds it ([`StringReader`]).
+    fn json_string(&self, _lookup: &Lookup, _path: &[&str], _read: StringReader<'_>) -> Option<Cow<'_, str>> {
         None
     }
 }
+
+/// Reads a string at the path asked for where an answer holds it, in the same pass finding
+/// where it ends: given the answer from the string's first byte on (past its closing quote, to
+/// the answer's end), the index of that quote, or `None` to leave the search to the answer's
+/// reader. It may be handed the strings of several objects; the one [`Cluster::json_string`]
+/// returns starts where one of them did.
+pub type StringReader<'r> = &'r mut dyn FnMut(&str) -> Option<usize>;
 
 /// A list's answer ([`Cluster::list_answer`]).
 pub trait Listed {
@@ -126,7 +135,7 @@ pub trait Listed {
 
     /// The string at `path` of the first item named `name`, as [`Cluster::json_string`] gives
     /// one; `None` after [`Listed::items`].
-    fn json_string(&self, name: &str, path: &[&str]) -> Option<Cow<'_, str>>;
+    fn json_string(&self, name: &str, path: &[&str], read: StringReader<'_>) -> Option<Cow<'_, str>>;
 }
 
 /// The items of a list built already: a string of one is written as JSON writes it.
@@ -137,7 +146,7 @@ impl Listed for Items {
         Ok(self.0.take().unwrap_or_default())
     }
 
-    fn json_string(&self, name: &str, path: &[&str]) -> Option<Cow<'_, str>> {
+    fn json_string(&self, name: &str, path: &[&str], _read: StringReader<'_>) -> Option<Cow<'_, str>> {
         let items = self.0.borrow();
         let named = |o: &&Value| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name);
         let item = items.as_ref()?.iter().find(named)?;

@@ -147,6 +147,15 @@ fn agrees_skim_json(text: &str, plain: Option<&Value>) -> Result<(), String> {
                 "skim in JSON {in_json:?} != skim {plain:?} for {escaped:?}"
             ));
         }
+        // where an answer holds it: the same, and the string's end found at its closing quote
+        let answer = format!("{escaped}\", \"k\": \"proxy:\\n  opaquePorts: 1\"}}");
+        let closed = helm_yaml::skim_json_string(&answer, "proxy", "opaquePorts");
+        let expected = in_json.map(|doc| (doc, escaped.len()));
+        if closed != expected {
+            return Err(format!(
+                "skim up to the closing quote {closed:?} != {expected:?} for {answer:?}"
+            ));
+        }
     }
     Ok(())
 }

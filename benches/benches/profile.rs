@@ -10,7 +10,9 @@
 //! `instantiate` / `instantiate-floor`; `dump` prints the guest's answer (compare two builds);
 //! `payload` / `objects` print the scenario's `validate` payload / cluster objects.
 //! SCENARIO: typical, bare, skipped, service, containers20, env1500, pod64k, pod1m.
-//! SETTINGS=<settings YAML> sends that document instead of empty settings.
+//! SETTINGS=<settings YAML> sends that document instead of empty settings. `perf`, `perf-epoch`:
+//! fresh instances with wasmtime's perf map (`benches/callgrind-functions.sh`), `JITDUMP=1` a
+//! jitdump file as well.
 //! Divide the counted instructions by N. `benches/callgrind.sh` runs the usual set.
 
 use std::hint::black_box;
@@ -187,7 +189,11 @@ fn custom_engine(mode: &str, world: &World, s: &Scenario, n: usize) {
     };
     if mode.starts_with("perf") {
         let p = pre(&|c| {
-            c.profiler(wasmtime::ProfilingStrategy::PerfMap);
+            c.profiler(if std::env::var_os("JITDUMP").is_some() {
+                wasmtime::ProfilingStrategy::JitDump
+            } else {
+                wasmtime::ProfilingStrategy::PerfMap
+            });
         });
         for _ in 0..n {
             let h = instance(&p);

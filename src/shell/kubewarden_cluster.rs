@@ -2,7 +2,7 @@
 //! `kubernetes/list_resources_by_namespace` host capabilities: the module's lookups (the `host/`
 //! crate is a different thing, an engine that runs the module).
 
-use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError, classify_host_error};
+use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError, StringReader, classify_host_error};
 use crate::shell::wire::from_json;
 use crate::shell::{masked, scan};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
@@ -151,10 +151,10 @@ impl Listed for ListText {
     }
 
     /// Read where it lies when `items` would read it: from an answer masked to `data`.
-    fn json_string(&self, name: &str, path: &[&str]) -> Option<Cow<'_, str>> {
+    fn json_string(&self, name: &str, path: &[&str], read: StringReader<'_>) -> Option<Cow<'_, str>> {
         let (["data", key], ["data"]) = (path, self.lookup.field_masks) else {
             return None;
         };
-        scan::item_data_string(self.text(), name, key).map(Cow::Borrowed)
+        scan::item_data_string(self.text(), name, key, read).map(Cow::Borrowed)
     }
 }

@@ -13,6 +13,7 @@
 //! serde_json's limit, and text serde_json accepts. Anything else is `None`, and the serde
 //! readers ([`super::masked`], [`super::payload`]) read the input instead, errors included.
 
+use crate::cluster::StringReader;
 use crate::shell::payload::{Payload, RequestFields, Shape};
 use crate::word;
 use serde_json::{Map, Value};
@@ -37,8 +38,13 @@ pub(crate) fn items(text: &str, masks: &[&str]) -> Option<Vec<Value>> {
 /// keeps are checked as it checks them, but for that string's escapes and bytes, which are left
 /// to its reader; nothing is built. `None` when unsure (another string of `data` with a `\u`
 /// escape), or when the item or the string is not there.
-pub(crate) fn item_data_string<'a>(text: &'a str, name: &str, key: &str) -> Option<&'a str> {
-    last_items(text, |s| s.first_named(name, key))?
+pub(crate) fn item_data_string<'a>(
+    text: &'a str,
+    name: &str,
+    key: &str,
+    read: StringReader<'_>,
+) -> Option<&'a str> {
+    last_items(text, |s| s.first_named(name, key, &mut *read))?
 }
 
 /// A List's `items` as `read` reads them, where the whole text is one this reader is sure of:
@@ -119,7 +125,8 @@ impl Keep {
 /// Where a value of the request's object lies, for what is left out of its tree: the core reads
 /// a container's name, image, ports, probes, mounts and security context, never its
 /// environment, arguments or resources; of a pod's spec, never its scheduling constraints, nor
-/// more of a volume than its name; nor the object's `status` or `managedFields`. What is left
+/// more of a volume than its name; of a Service's, only its ports; nor the object's `status` or
+/// `managedFields`. What is left
 /// out is still checked as JSON, and the answer is written from the object's text
 /// ([`super::rewrite`]), so nothing of it is lost.
 #[derive(Clone, Copy, PartialEq)]
@@ -139,8 +146,27 @@ enum Prune {
 /// A container's fields the core never reads.
 const CONTAINER_UNREAD: &[&str] = &["args", "command", "env", "envFrom", "resources"];
 
-/// A pod spec's fields the core never reads (a workload's spec has none of them).
-const SPEC_UNREAD: &[&str] = &["affinity", "tolerations", "topologySpreadConstraints"];
+/// A spec's fields the core never reads: a pod's scheduling constraints, and a Service's all but
+/// its ports (neither a pod's spec nor a workload's has those fields; a workload's `selector` is
+/// not read either).
+fn spec_unread(key: &str) -> bool {
+    matches!(
+        key,
+        "affinity"
+            | "tolerations"
+            | "topologySpreadConstraints"
+            | "selector"
+            | "type"
+            | "clusterIP"
+            | "clusterIPs"
+            | "ipFamilies"
+            | "ipFamilyPolicy"
+            | "sessionAffinity"
+            | "sessionAffinityConfig"
+            | "internalTrafficPolicy"
+            | "externalTrafficPolicy"
+    )
+}
 
 impl Prune {
     /// Where the value of member `key` lies; `None` when it is left out.
@@ -149,7 +175,7 @@ impl Prune {
             Prune::Whole => return Some(Prune::Whole),
             Prune::Root => key == "status",
             Prune::Metadata => key == "managedFields",
-            Prune::Spec => SPEC_UNREAD.contains(&key),
+            Prune::Spec => spec_unread(key),
             Prune::Container => CONTAINER_UNREAD.contains(&key),
             Prune::Volume => key != "name",
             Prune::Any | Prune::Containers | Prune::Volumes => false,
@@ -374,10 +400,10 @@ impl<'a> Scanner<'a> {
 
     /// The `items` array as [`Scanner::items`] reads it, for the `data.<key>` string of the
     /// first item named `name` (`Some(None)`: no such item, or no string there).
-    fn first_named(&mut self, name: &str, key: &str) -> Option<Option<&'a str>> {
+    fn first_named(&mut self, name: &str, key: &str, read: StringReader<'_>) -> Option<Option<&'a str>> {
         let mut found = None;
         self.array(|s| {
-            let (item_name, string) = s.named_item(key)?;
+            let (item_name, string) = s.named_item(key, &mut *read)?;
             if found.is_none() && item_name.as_deref() == Some(name) {
                 found = Some(string);
             }
@@ -388,11 +414,15 @@ impl<'a> Scanner<'a> {
 
     /// An item as [`Scanner::kept`] reads it with the mask `data`: its name, and its
     /// `data.<key>` string as written.
-    fn named_item(&mut self, key: &str) -> Option<(Option<Cow<'a, str>>, Option<&'a str>)> {
+    fn named_item(
+        &mut self,
+        key: &str,
+        read: StringReader<'_>,
+    ) -> Option<(Option<Cow<'a, str>>, Option<&'a str>)> {
         let (mut name, mut string) = (None, None);
         self.object(|s, k| {
             match &*k {
-                "data" => string = s.written_strings(key)?,
+                "data" => string = s.written_strings(key, &mut *read)?,
                 "metadata" => name = s.metadata_name()?,
                 dotted if dotted.starts_with("metadata.") || dotted.starts_with("data.") => return None,
                 _ => return s.skip(),
@@ -419,7 +449,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// [`Scanner::strings`] for the string at `key`, as written.
-    fn written_strings(&mut self, key: &str) -> Option<Option<&'a str>> {
+    fn written_strings(&mut self, key: &str, read: StringReader<'_>) -> Option<Option<&'a str>> {
         if self.peek()? == b'n' {
             return self.literal("null").map(|()| None);
         }
@@ -435,7 +465,7 @@ impl<'a> Scanner<'a> {
             if string.is_some() {
                 return None;
             }
-            string = Some(s.string_as_written()?);
+            string = Some(s.string_as_written(&mut *read)?);
             Some(())
         })?;
         Some(string)
@@ -443,21 +473,22 @@ impl<'a> Scanner<'a> {
 
     /// The string whose opening quote was just read, as written, up to the first quote that
     /// no backslash escapes: its escapes and bytes are left unchecked, for a reader that
-    /// refuses any it does not know ([`crate::cluster::Cluster::json_string`]).
-    fn string_as_written(&mut self) -> Option<&'a str> {
+    /// refuses any it does not know ([`crate::cluster::Cluster::json_string`]). `read` reads it
+    /// first, and where it finds that quote, the search for it is spared.
+    fn string_as_written(&mut self, read: StringReader<'_>) -> Option<&'a str> {
         let bytes = self.text.as_bytes();
         let start = self.at;
+        let found = self.text.get(start..).and_then(read).map(|end| start + end);
+        let mut quote = found.filter(|&q| closes(bytes, start, q));
         let mut from = start;
-        loop {
-            let quote = word::next_equal(bytes, from, b'"')?;
-            let before = bytes.get(start..quote)?;
-            let backslashes = before.iter().rev().take_while(|&&b| b == b'\\').count();
-            if backslashes % 2 == 0 {
-                self.at = quote + 1;
-                return self.text.get(start..quote);
-            }
-            from = quote + 1;
+        while quote.is_none() {
+            let q = word::next_equal(bytes, from, b'"')?;
+            quote = closes(bytes, start, q).then_some(q);
+            from = q + 1;
         }
+        let quote = quote?;
+        self.at = quote + 1;
+        self.text.get(start..quote)
     }
 
     /// The string whose opening quote was just read, as written (its escapes checked as
@@ -680,6 +711,14 @@ impl<'a> Scanner<'a> {
             }
         }
     }
+}
+
+/// Whether the byte at `quote` is a quote that no backslash after `start` escapes.
+fn closes(bytes: &[u8], start: usize, quote: usize) -> bool {
+    bytes.get(quote) == Some(&b'"')
+        && bytes
+            .get(start..quote)
+            .is_some_and(|before| before.iter().rev().take_while(|&&b| b == b'\\').count() % 2 == 0)
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! be read where the answer holds it ([`Cluster::json_string`]): `proxy.opaquePorts` of an
 //! object outside the mesh is skimmed from `linkerd-config`'s values as the JSON writes them.
 
-use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError};
+use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError, StringReader};
 use crate::values::settings::{ConfigMapLookup, PolicyOptions};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -91,14 +91,14 @@ impl Cluster for ControlPlaneReads<'_> {
 
     /// Read from the list's answer while its items are not built (a failed list: `None`, and
     /// the get that follows fails as the list did, with no second call).
-    fn json_string(&self, lookup: &Lookup, path: &[&str]) -> Option<Cow<'_, str>> {
+    fn json_string(&self, lookup: &Lookup, path: &[&str], read: StringReader<'_>) -> Option<Cow<'_, str>> {
         let Some(namespace) = self.listed_for(lookup) else {
-            return self.inner.json_string(lookup, path);
+            return self.inner.json_string(lookup, path, read);
         };
         if self.items.get().is_some() {
             return None;
         }
-        self.answer(namespace).ok()?.json_string(&lookup.name, path)
+        self.answer(namespace).ok()?.json_string(&lookup.name, path, read)
     }
 }
 
@@ -222,16 +222,28 @@ mod tests {
         let reads = ControlPlaneReads::new(&inner, &p);
         let lookup = Lookup::config_map("linkerd", "linkerd-config");
         assert_eq!(
-            reads.json_string(&lookup, &["data", "values"]).as_deref(),
+            reads
+                .json_string(&lookup, &["data", "values"], &mut |_| None)
+                .as_deref(),
             Some(r#"proxy:\n  opaquePorts: \"25\"\n"#)
         );
-        assert_eq!(reads.json_string(&lookup, &["data", "absent"]), None);
         assert_eq!(
-            reads.json_string(&Lookup::config_map("linkerd", "absent"), &["data", "values"]),
+            reads.json_string(&lookup, &["data", "absent"], &mut |_| None),
+            None
+        );
+        assert_eq!(
+            reads.json_string(
+                &Lookup::config_map("linkerd", "absent"),
+                &["data", "values"],
+                &mut |_| None
+            ),
             None
         );
         assert_eq!(reads.get(&lookup), Ok(values));
-        assert_eq!(reads.json_string(&lookup, &["data", "values"]), None);
+        assert_eq!(
+            reads.json_string(&lookup, &["data", "values"], &mut |_| None),
+            None
+        );
         assert_eq!(described(&inner), ["list ConfigMaps in namespace linkerd"]);
     }
 
@@ -244,7 +256,7 @@ mod tests {
             let p = policy(lookup);
             let reads = ControlPlaneReads::new(&inner, &p);
             let at = Lookup::config_map(namespace, "linkerd-config");
-            assert_eq!(reads.json_string(&at, &["data", "k"]), None);
+            assert_eq!(reads.json_string(&at, &["data", "k"], &mut |_| None), None);
         }
         assert_eq!(described(&inner), Vec::<String>::new());
     }
@@ -270,7 +282,7 @@ mod tests {
         let inner = cluster().fail("ConfigMap", failed.clone());
         let reads = ControlPlaneReads::new(&inner, &p);
         let lookup = Lookup::config_map("linkerd", "linkerd-config");
-        assert_eq!(reads.json_string(&lookup, &["data", "k"]), None);
+        assert_eq!(reads.json_string(&lookup, &["data", "k"], &mut |_| None), None);
         assert_eq!(reads.get(&lookup), Err(failed));
         assert_eq!(described(&inner), ["list ConfigMaps in namespace linkerd"]);
     }

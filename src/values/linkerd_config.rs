@@ -9,7 +9,7 @@
 //! unusable `linkerd-config` never rejects a workload that asked for no proxy.
 
 use crate::cluster::{Cluster, Lookup, LookupError};
-use crate::values::helm_yaml::skim_along_json;
+use crate::values::helm_yaml::{skim_along_json, skim_json_string};
 use crate::values::settings::{Settings, SettingsError, ValuesFailure, ValuesSource};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -174,14 +174,30 @@ impl<'s, 'c> Values<'s, 'c> {
     /// `None` when neither read is sure.
     fn opaque_ports_alone(&self) -> Option<String> {
         if self.text.get().is_none()
-            && let Some(json) = self
-                .cluster
-                .json_string(&config_map_lookup(self.settings), &VALUES_PATH)
-            && let Some(ports) = skim_along_json(&json, "proxy", "opaquePorts").and_then(|doc| ports_in(&doc))
+            && let Some(ports) = self.skimmed_in_answer().and_then(|doc| ports_in(&doc))
         {
             return Some(ports);
         }
         opaque_ports_of(self.text().ok()?)
+    }
+
+    /// The document cut to `proxy.opaquePorts`, skimmed where the cluster's answer holds it.
+    /// The skim is handed each such string as the answer is read, and its finding where the
+    /// string ends spares the answer's reader that search; its answer counts for the string
+    /// that starts where it read and is as long.
+    fn skimmed_in_answer(&self) -> Option<Value> {
+        let mut skimmed = None;
+        let lookup = config_map_lookup(self.settings);
+        let json = self.cluster.json_string(&lookup, &VALUES_PATH, &mut |rest| {
+            let found = skim_json_string(rest, "proxy", "opaquePorts");
+            let end = found.as_ref().map(|&(_, end)| end);
+            skimmed = found.map(|(doc, end)| (rest.as_ptr(), end, doc));
+            end
+        })?;
+        match skimmed {
+            Some((at, len, doc)) if std::ptr::eq(at, json.as_ptr()) && len == json.len() => Some(doc),
+            _ => skim_along_json(&json, "proxy", "opaquePorts"),
+        }
     }
 
     /// What this admission did with the values.

@@ -8,7 +8,7 @@ use super::skim::CLASS;
 use wide::i8x16;
 
 /// The positions of the marked bytes, in order.
-pub(super) struct Marks<'t, const JSON: bool> {
+pub(super) struct Marks<'t> {
     bytes: &'t [u8],
     /// Where the sixteen bytes of `bits` start.
     block: usize,
@@ -16,19 +16,19 @@ pub(super) struct Marks<'t, const JSON: bool> {
     bits: u32,
 }
 
-impl<'t, const JSON: bool> Marks<'t, JSON> {
+impl<'t> Marks<'t> {
     pub(super) fn new(bytes: &'t [u8]) -> Self {
         Self {
             bytes,
             block: 0,
-            bits: block_bits::<JSON>(bytes, 0),
+            bits: block_bits(bytes, 0),
         }
     }
 
     /// The marks from `at` on, those already given included.
     pub(super) fn restart_at(&mut self, at: usize) {
         self.block = at;
-        self.bits = block_bits::<JSON>(self.bytes, at);
+        self.bits = block_bits(self.bytes, at);
     }
 
     /// Leaves out the marks before `at`: the byte after a backslash is the escape's.
@@ -40,7 +40,7 @@ impl<'t, const JSON: bool> Marks<'t, JSON> {
     }
 }
 
-impl<const JSON: bool> Iterator for Marks<'_, JSON> {
+impl Iterator for Marks<'_> {
     type Item = usize;
 
     fn next(&mut self) -> Option<usize> {
@@ -49,7 +49,7 @@ impl<const JSON: bool> Iterator for Marks<'_, JSON> {
             if self.block >= self.bytes.len() {
                 return None;
             }
-            self.bits = block_bits::<JSON>(self.bytes, self.block);
+            self.bits = block_bits(self.bytes, self.block);
         }
         let at = self.block + self.bits.trailing_zeros() as usize;
         self.bits &= self.bits - 1;
@@ -57,40 +57,37 @@ impl<const JSON: bool> Iterator for Marks<'_, JSON> {
     }
 }
 
-/// Whether the skim looks at byte `b`. In a JSON string's text (`JSON`) a quote comes only
-/// after a backslash, which is marked.
-pub(super) fn marked<const JSON: bool>(b: u8) -> bool {
-    b == b'\\' || (CLASS.get(usize::from(b)).is_some_and(|&c| c != 0) && !(JSON && b == b'"'))
+/// Whether the skim looks at byte `b`.
+pub(super) fn marked(b: u8) -> bool {
+    b == b'\\' || CLASS.get(usize::from(b)).is_some_and(|&c| c != 0)
 }
 
 /// The marked bytes of the sixteen from `at` (those left at the end of the text), one bit each.
-fn block_bits<const JSON: bool>(bytes: &[u8], at: usize) -> u32 {
+fn block_bits(bytes: &[u8], at: usize) -> u32 {
     match crate::word::block(bytes, at) {
-        Some(block) => vector_bits::<JSON>(block),
+        Some(block) => vector_bits(block),
         None => bytes
             .get(at..)
             .unwrap_or_default()
             .iter()
             .enumerate()
-            .fold(0, |bits, (i, &b)| bits | u32::from(marked::<JSON>(b)) << i),
+            .fold(0, |bits, (i, &b)| bits | u32::from(marked(b)) << i),
     }
 }
 
 /// [`marked`] for sixteen bytes at once.
-fn vector_bits<const JSON: bool>(block: [u8; 16]) -> u32 {
+fn vector_bits(block: [u8; 16]) -> u32 {
     let x = i8x16::new(block.map(u8::cast_signed));
     let each = |b: u8| i8x16::splat(b.cast_signed());
     let folded = x | each(0x20); // `[` as `{`, `\` as `|`
     // not printable ASCII: with `' '..='~'` moved to 0x21..=0x7f, one signed comparison finds
     // the bytes below it and those from 0x7f on (which wrap to negative)
-    let mut m = (x + each(1)).simd_lt(each(0x21))
+    let m = (x + each(1)).simd_lt(each(0x21))
         | folded.simd_eq(each(b'{'))
         | folded.simd_eq(each(b'|'))
         | x.simd_eq(each(b'\''))
+        | x.simd_eq(each(b'"'))
         | x.simd_eq(each(b'>'));
-    if !JSON {
-        m |= x.simd_eq(each(b'"'));
-    }
     m.to_bitmask()
 }
 
@@ -108,18 +105,11 @@ mod tests {
                 for b in 0..=255u8 {
                     let mut block = [filler; 16];
                     block[at] = b;
-                    let expected = |json: bool| {
-                        block.iter().enumerate().fold(0u32, |bits, (i, &c)| {
-                            let m = if json {
-                                marked::<true>(c)
-                            } else {
-                                marked::<false>(c)
-                            };
-                            bits | u32::from(m) << i
-                        })
-                    };
-                    assert_eq!(vector_bits::<false>(block), expected(false), "{block:?}");
-                    assert_eq!(vector_bits::<true>(block), expected(true), "{block:?}");
+                    let expected = block
+                        .iter()
+                        .enumerate()
+                        .fold(0u32, |bits, (i, &c)| bits | u32::from(marked(c)) << i);
+                    assert_eq!(vector_bits(block), expected, "{block:?}");
                 }
             }
         }
@@ -133,10 +123,10 @@ mod tests {
         /// From a restart, the marks from there on, those given before included.
         #[test]
         fn restart_gives_the_marks_again(bytes in prop::collection::vec(near_marked(), 0..70), taken in 0usize..10, at in 0usize..70) {
-            let mut marks = Marks::<true>::new(&bytes);
+            let mut marks = Marks::new(&bytes);
             marks.by_ref().take(taken).for_each(drop);
             marks.restart_at(at);
-            let expected: Vec<usize> = (at..bytes.len()).filter(|&i| marked::<true>(bytes[i])).collect();
+            let expected: Vec<usize> = (at..bytes.len()).filter(|&i| marked(bytes[i])).collect();
             prop_assert_eq!(marks.collect::<Vec<_>>(), expected);
         }
 
@@ -144,12 +134,10 @@ mod tests {
         /// a skip leaves the marks.
         #[test]
         fn marks_are_the_marked_bytes(bytes in prop::collection::vec(near_marked(), 0..70), skips in prop::collection::vec(0usize..80, 0..6)) {
-            let expected: Vec<usize> = (0..bytes.len()).filter(|&i| marked::<false>(bytes[i])).collect();
-            prop_assert_eq!(Marks::<false>::new(&bytes).collect::<Vec<_>>(), expected);
-            let mut marks = Marks::<true>::new(&bytes);
+            let mut marks = Marks::new(&bytes);
             let (mut from, mut skips) = (0, skips.into_iter());
             loop {
-                let expected = (from..bytes.len()).find(|&i| marked::<true>(bytes[i]));
+                let expected = (from..bytes.len()).find(|&i| marked(bytes[i]));
                 let got = marks.next();
                 prop_assert_eq!(got, expected);
                 let Some(at) = got else { break };

@@ -19,7 +19,7 @@ mod marks;
 mod node;
 mod skim;
 pub use node::Node;
-pub use skim::{skim_along, skim_along_json};
+pub use skim::{skim_along, skim_along_json, skim_json_string};
 
 /// Parses a YAML document into JSON values, exactly as `serde_yaml_ng::from_str` does.
 pub fn from_str(text: &str) -> Result<Value, serde_yaml_ng::Error> {

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 /// path `[top, key]`: `{}` without `top`, `{top: null}`, `{top: {}}` without `key`, or
 /// `{top: {key: node}}`; `None` when unsure.
 pub fn skim_along(text: &str, top: &str, key: &str) -> Option<Value> {
-    skim::<false>(text, top, key)
+    skim::<false>(text, top, key).map(|(node, _)| node)
 }
 
 /// [`skim_along`] over the document as a JSON string writes it, between its quotes: `\n` is a
@@ -29,10 +29,20 @@ pub fn skim_along(text: &str, top: &str, key: &str) -> Option<Value> {
 /// tab, a carriage return, a `\u`), as for anything else it is unsure of; where it answers,
 /// [`skim_along`] gives the same answer for the unescaped text.
 pub fn skim_along_json(json: &str, top: &str, key: &str) -> Option<Value> {
-    skim::<true>(json, top, key)
+    let (node, end) = skim::<true>(json, top, key)?;
+    (end == json.len()).then_some(node)
 }
 
-fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
+/// [`skim_along_json`] over a JSON string that runs on past its closing quote (a host call's
+/// answer from the string's first byte on): its answer and where the string ends, the closing
+/// quote's index, found in the same pass. `None` when unsure or when no quote closes it.
+pub fn skim_json_string(text: &str, top: &str, key: &str) -> Option<(Value, usize)> {
+    skim::<true>(text, top, key).filter(|&(_, end)| end < text.len())
+}
+
+/// The answer and where the text ends: at its length, or (`JSON`) at a quote no backslash
+/// escapes, which closes the string.
+fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<(Value, usize)> {
     let mut skim = Skim {
         top,
         key,
@@ -43,17 +53,17 @@ fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
     };
     // from one marked byte to the next: each line's end and the classes of its bytes
     let bytes = text.as_bytes();
-    let mut marks = Marks::<JSON>::new(bytes);
+    let mut marks = Marks::new(bytes);
     let mut start = 0;
     let mut unescaped = String::new();
     while start <= bytes.len() {
         if let Some((column, key)) = skim.passes_over() {
-            start = pass_over(bytes, &mut marks, start, column, key)?;
+            start = pass_over::<JSON>(bytes, &mut marks, start, column, key)?;
             if start > bytes.len() {
                 break;
             }
         }
-        let (end, next, classes) = line_end(bytes, &mut marks)?;
+        let (end, next, classes) = line_end::<JSON>(bytes, &mut marks)?;
         let indent = word::leading_spaces(bytes.get(start..end)?);
         if start + indent < end && skim.reads(indent) {
             let body = text.get(start + indent..end)?;
@@ -66,18 +76,22 @@ fn skim<const JSON: bool>(text: &str, top: &str, key: &str) -> Option<Value> {
             let trimmed = body.bytes().rposition(|b| b != b' ').map_or(0, |i| i + 1);
             skim.line(indent, body.get(..trimmed)?, classes)?;
         }
+        if classes & CLOSED != 0 {
+            return Some((skim.finish()?, end));
+        }
         start = next;
     }
-    skim.finish()
+    Some((skim.finish()?, bytes.len()))
 }
 
 /// Where the line whose marks come next ends, where the next one starts, and the classes of its
 /// bytes; `None` for a byte the skim refuses.
-fn line_end<const JSON: bool>(bytes: &[u8], marks: &mut Marks<'_, JSON>) -> Option<(usize, usize, u8)> {
+fn line_end<const JSON: bool>(bytes: &[u8], marks: &mut Marks<'_>) -> Option<(usize, usize, u8)> {
     let mut classes = 0;
     while let Some(at) = marks.next() {
         match mark::<JSON>(bytes, at) {
             (BREAK, next) => return Some((at, next, classes)),
+            (CLOSED, next) => return Some((at, next, classes | CLOSED)),
             (REFUSED, _) => return None,
             (class, next) => {
                 classes |= class;
@@ -96,7 +110,7 @@ fn line_end<const JSON: bool>(bytes: &[u8], marks: &mut Marks<'_, JSON>) -> Opti
 /// several times that.
 fn pass_over<const JSON: bool>(
     bytes: &[u8],
-    marks: &mut Marks<'_, JSON>,
+    marks: &mut Marks<'_>,
     mut start: usize,
     column: usize,
     key: &str,
@@ -109,7 +123,7 @@ fn pass_over<const JSON: bool>(
                     continue 'lines;
                 }
                 (REFUSED, _) => return None,
-                (class, _) if class & (OPENER | BAR) != 0 => {
+                (class, _) if class & (OPENER | BAR | CLOSED) != 0 => {
                     // the line is read from its start, this mark included
                     marks.restart_at(start);
                     return Some(start);
@@ -152,7 +166,7 @@ fn unescape(json: &str, out: &mut String) {
 
 /// The class of the marked byte at `at` and where the text after it starts. `JSON`: the text
 /// is a JSON string's, escapes left in: `\n` is the line break, `\"`, `\\` and `\/` stand for
-/// their second byte, any other escape is refused.
+/// their second byte, any other escape is refused, and a quote closes the string.
 fn mark<const JSON: bool>(bytes: &[u8], at: usize) -> (u8, usize) {
     let Some(&b) = bytes.get(at) else {
         return (REFUSED, at + 1);
@@ -165,6 +179,9 @@ fn mark<const JSON: bool>(bytes: &[u8], at: usize) -> (u8, usize) {
             _ => REFUSED,
         };
         return (class, at + 2);
+    }
+    if JSON && b == b'"' {
+        return (CLOSED, at + 1);
     }
     (CLASS.get(usize::from(b)).copied().unwrap_or(REFUSED), at + 1)
 }
@@ -181,6 +198,8 @@ const BAR: u8 = 4;
 const REFUSED: u8 = 8;
 /// An escape of a JSON string (`\"`, `\\`, `\/`), decoded before the line is read.
 const ESCAPED: u8 = 16;
+/// The quote that closes a JSON string: the text ends there.
+const CLOSED: u8 = 32;
 
 pub(super) static CLASS: [u8; 256] = classes();
 
@@ -475,6 +494,26 @@ mod tests {
         if let Ok(text) = serde_json::from_str::<String>(&format!("\"{json}\"")) {
             let plain = skim_along(&text, "proxy", "opaquePorts");
             assert!(expected.is_none() || plain == expected, "{plain:?}");
+        }
+    }
+
+    /// Over an answer from the string's first byte on, the skim ends at the quote that no
+    /// backslash escapes, and answers only when one closes the string.
+    #[rstest]
+    #[case::closed(r#"proxy:\n  opaquePorts: \"25\"\n", "proxy": 1}"#, Some((json!({"proxy": {"opaquePorts": "25"}}), 31)))]
+    #[case::after_an_escaped_backslash(r#"a: x\\", "b": "proxy: ~"#, Some((json!({}), 6)))]
+    #[case::not_closed(r#"proxy:\n  opaquePorts: 25\n"#, None)]
+    #[case::closed_inside_a_line(r#"proxy:\n  opaquePorts: 25", "proxy"#, Some((json!({"proxy": {"opaquePorts": 25}}), 25)))]
+    fn json_string_ends_at_its_closing_quote(
+        #[case] answer: &str,
+        #[case] expected: Option<(serde_json::Value, usize)>,
+    ) {
+        let got = super::skim_json_string(answer, "proxy", "opaquePorts");
+        assert_eq!(got, expected);
+        if let Some((_, end)) = got {
+            assert_eq!(answer.as_bytes()[end], b'"');
+            let doc = skim_along_json(&answer[..end], "proxy", "opaquePorts");
+            assert_eq!(doc, got.map(|(doc, _)| doc));
         }
     }
 }
