@@ -1,6 +1,7 @@
 //! One key two levels down (`proxy.opaquePorts`), read from the few lines that can hold it:
-//! the top-level keys, the lines of the top key's block, and every line that opens a quote or a
-//! flow bracket before that block ends (such a line could run on and hide the key). Nothing else
+//! the top-level keys that could be the top key, the keys of its block that could be the key,
+//! and every line that opens a quote or a flow bracket before that block ends (such a line could
+//! run on and hide the key). The other lines are passed over at one test each and nothing else
 //! is parsed, so this costs a fraction of the subset reader, which reads every line.
 //!
 //! It answers only where the document's shape around the key is certain; anything else is
@@ -11,6 +12,8 @@
 //!
 //! [`skim_along_json`] reads the document where it lies in a host call's JSON answer, its
 //! escapes left in: unescaping the 8 KB of `linkerd-config` cost as much as skimming it.
+//! [`skim_json_string`] does so from the string's first byte on and finds where it ends, so the
+//! answer's reader need not search the 8 KB for that quote as well.
 
 use super::marks::Marks;
 use super::{Scalar, after_dash, is_dash, scalar, split_key, split_word_key};
@@ -104,10 +107,10 @@ fn line_end<const JSON: bool>(bytes: &[u8], marks: &mut Marks<'_>) -> Option<(us
 
 /// From the line at `start`, past the lines [`Skim::line`] would leave as they are
 /// ([`Skim::passes_over`]): deeper than `column` or another key than `key` at it, with no byte
-/// that could open a node or start a block scalar. Where the first
-/// line it stops at starts (past the end when none), the marks from that line's start on;
-/// `None` for a byte the skim refuses. One test per line break, where reading a line costs
-/// several times that.
+/// that could open a node or start a block scalar (nor the quote that closes a JSON string).
+/// Where the first line it stops at starts (past the end when none), the marks from that
+/// line's start on; `None` for a byte the skim refuses. One test per line break, where
+/// reading a line costs several times that.
 fn pass_over<const JSON: bool>(
     bytes: &[u8],
     marks: &mut Marks<'_>,
