@@ -183,19 +183,23 @@ impl<'s, 'c> Values<'s, 'c> {
 
     /// The document cut to `proxy.opaquePorts`, skimmed where the cluster's answer holds it.
     /// The skim is handed each such string as the answer is read, and its finding where the
-    /// string ends spares the answer's reader that search; its answer counts for the string
-    /// that starts where it read and is as long.
+    /// string ends spares the answer's reader that search. Where the skim read the string
+    /// returned (it starts there), its answer stands, and so does its doubt: the skim reads the
+    /// same bytes up to the closing quote either way, so skimming the string again could only
+    /// doubt again. Its answer counts only where it ended where the string does.
     fn skimmed_in_answer(&self) -> Option<Value> {
         let mut skimmed = None;
         let lookup = config_map_lookup(self.settings);
         let json = self.cluster.json_string(&lookup, &VALUES_PATH, &mut |rest| {
             let found = skim_json_string(rest, "proxy", "opaquePorts");
             let end = found.as_ref().map(|&(_, end)| end);
-            skimmed = found.map(|(doc, end)| (rest.as_ptr(), end, doc));
+            skimmed = Some((rest.as_ptr(), found));
             end
         })?;
         match skimmed {
-            Some((at, len, doc)) if std::ptr::eq(at, json.as_ptr()) && len == json.len() => Some(doc),
+            Some((at, found)) if std::ptr::eq(at, json.as_ptr()) => {
+                found.and_then(|(doc, end)| (end == json.len()).then_some(doc))
+            }
             _ => skim_along_json(&json, "proxy", "opaquePorts"),
         }
     }
