@@ -361,6 +361,20 @@ fn subset(#[case] text: &str, #[case] fast: bool) {
     false
 )]
 #[case::broken_before("a: [unclosed\nproxy:\n  opaquePorts: \"9\"\n", false)]
+#[case::closed_at_once_before(
+    "a: {}\nb:\n  c: \"\"\n  d: []\n  e: \"x y\"\n  f: 'z'\nproxy:\n  g: \"\"\n  opaquePorts: \"9\"\n",
+    true
+)]
+#[case::doubled_single_quote("a:\n  b: 'it''s'\nproxy:\n  opaquePorts: \"9\"\n", true)]
+#[case::bracket_in_quotes("a:\n  b: \"[x\"\nproxy:\n  opaquePorts: \"9\"\n", true)]
+#[case::quote_runs_on_before("a:\n  b: \"x\nproxy:\n  opaquePorts: 1\"\n", false)]
+#[case::quote_runs_on_after_a_bracket("a:\n  b: \"x{\nproxy:\n  opaquePorts: 1\"\n", false)]
+#[case::quote_runs_on_after_the_other_quote("a:\n  b: \"x'\nproxy:\n  opaquePorts: 1\"\n", false)]
+#[case::quote_runs_on_after_a_quote("a:\n  b: \"\"\"\nproxy:\n  opaquePorts: 1\"\n", false)]
+#[case::flow_runs_on_before("a:\n  b: {x\nproxy: ~\n  }\n", false)]
+#[case::text_after_braces("a:\n  b: {}x\nproxy: ~\n", false)]
+#[case::two_quoted_scalars("a:\n  b: \"x\" \"y\"\nproxy: ~\n", false)]
+#[case::escape_in_quotes("a:\n  b: \"x\\\"y\"\nproxy: ~\n", false)]
 #[case::carriage_returns("a: 1\rproxy:\r  opaquePorts: \"9\"\n", false)]
 #[case::tab_separator("proxy:\n  \topaquePorts: \"9\"\n", false)]
 #[case::line_separator("a: 1\u{2028}proxy: 2\n", false)]

@@ -1,7 +1,7 @@
 //! One key two levels down (`proxy.opaquePorts`), read from the few lines that can hold it:
 //! the top-level keys that could be the top key, the keys of its block that could be the key,
-//! and every line that opens a quote or a flow bracket before that block ends (such a line could
-//! run on and hide the key). The other lines are passed over at one test each and nothing else
+//! and every line that opens a quote or a flow bracket before that block ends and does not close
+//! it at once (such a line could run on and hide the key). The other lines are passed over at one test each and nothing else
 //! is parsed, so this costs a fraction of the subset reader, which reads every line.
 //!
 //! It answers only where the document's shape around the key is certain; anything else is
@@ -107,7 +107,8 @@ fn line_end<const JSON: bool>(bytes: &[u8], marks: &mut Marks<'_>) -> Option<(us
 
 /// From the line at `start`, past the lines [`Skim::line`] would leave as they are
 /// ([`Skim::passes_over`]): deeper than `column` or another key than `key` at it, with no byte
-/// that could open a node or start a block scalar (nor the quote that closes a JSON string).
+/// that could start a block scalar (nor the quote that closes a JSON string), and no opener of
+/// a node unless it closes at once ([`closed_at_once`]).
 /// Where the first line it stops at starts (past the end when none), the marks from that
 /// line's start on; `None` for a byte the skim refuses. One test per line break, where
 /// reading a line costs several times that.
@@ -126,7 +127,13 @@ fn pass_over<const JSON: bool>(
                     continue 'lines;
                 }
                 (REFUSED, _) => return None,
-                (class, _) if class & (OPENER | BAR | CLOSED) != 0 => {
+                (class, next) if class & (OPENER | BAR | CLOSED) != 0 => {
+                    if class & (BAR | CLOSED) == 0
+                        && let Some(after) = closed_at_once::<JSON>(bytes, marks, next)
+                    {
+                        start = after;
+                        continue 'lines;
+                    }
                     // the line is read from its start, this mark included
                     marks.restart_at(start);
                     return Some(start);
@@ -137,6 +144,34 @@ fn pass_over<const JSON: bool>(
         return Some(bytes.len() + 1);
     }
     Some(start)
+}
+
+/// Where the next line starts, when the line's first opener (the text after it at `next`) is
+/// closed before anything else is marked, with the line's break right after: `""`,
+/// `{}`, `[]`, or a quoted scalar with no escape, quote or other opener inside. Nothing on such
+/// a line runs on to the next (most lines of `toYaml` output that hold an opener: an empty
+/// string or map after a key). `None` leaves the line to be read; the marks are then past where
+/// it stopped.
+fn closed_at_once<const JSON: bool>(bytes: &[u8], marks: &mut Marks<'_>, next: usize) -> Option<usize> {
+    let open = *bytes.get(next.checked_sub(1)?)?;
+    let closed = match open {
+        b'{' | b'[' => {
+            let close = if open == b'{' { b'}' } else { b']' };
+            (*bytes.get(next)? == close).then_some(next + 1)?
+        }
+        b'"' | b'\'' => {
+            marks.skip_to(next);
+            let (class, after) = mark::<JSON>(bytes, marks.next()?);
+            (class & OPENER != 0 && *bytes.get(after - 1)? == open).then_some(after)?
+        }
+        _ => return None,
+    };
+    marks.skip_to(closed);
+    let at = marks.next()?;
+    match mark::<JSON>(bytes, at) {
+        (BREAK, line) if at == closed => Some(line),
+        _ => None,
+    }
 }
 
 /// Whether the line at `start` has more than `column` spaces before anything else.
