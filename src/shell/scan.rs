@@ -124,11 +124,11 @@ impl Keep {
 
 /// Where a value of the request's object lies, for what is left out of its tree: the core reads
 /// a container's name, image, ports, probes, mounts and security context, never its
-/// environment, arguments or resources; of a pod's spec, never its scheduling constraints, nor
-/// more of a volume than its name; of a Service's, only its ports; nor the object's `status` or
-/// `managedFields`. What is left
-/// out is still checked as JSON, and the answer is written from the object's text
-/// ([`super::rewrite`]), so nothing of it is lost.
+/// environment, arguments, resources or termination message; of a pod's spec, never its
+/// scheduling, DNS, restart or service-account fields, nor more of a volume than its name; of a
+/// Service's, only its ports; of metadata, its name, namespace, labels, annotations and owners;
+/// nor the object's `status`. What is left out is still checked as JSON, and the answer is
+/// written from the object's text ([`super::rewrite`]), so nothing of it is lost.
 #[derive(Clone, Copy, PartialEq)]
 enum Prune {
     /// Any value but the request's object: built whole.
@@ -144,17 +144,48 @@ enum Prune {
 }
 
 /// A container's fields the core never reads.
-const CONTAINER_UNREAD: &[&str] = &["args", "command", "env", "envFrom", "resources"];
+const CONTAINER_UNREAD: &[&str] = &[
+    "args",
+    "command",
+    "env",
+    "envFrom",
+    "resources",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+];
 
-/// A spec's fields the core never reads: a pod's scheduling constraints, and a Service's all but
-/// its ports (neither a pod's spec nor a workload's has those fields; a workload's `selector` is
-/// not read either).
+/// Metadata fields the core never reads (the server's own, and the name a controller asks for).
+fn metadata_unread(key: &str) -> bool {
+    matches!(
+        key,
+        "managedFields"
+            | "creationTimestamp"
+            | "generateName"
+            | "uid"
+            | "resourceVersion"
+            | "generation"
+            | "finalizers"
+    )
+}
+
+/// A spec's fields the core never reads: a pod's scheduling, DNS, restart and service-account
+/// fields, and a Service's all but its ports (neither a pod's spec nor a workload's has those
+/// fields; a workload's `selector` is not read either).
 fn spec_unread(key: &str) -> bool {
     matches!(
         key,
         "affinity"
             | "tolerations"
             | "topologySpreadConstraints"
+            | "schedulerName"
+            | "priority"
+            | "preemptionPolicy"
+            | "dnsPolicy"
+            | "restartPolicy"
+            | "enableServiceLinks"
+            | "terminationGracePeriodSeconds"
+            | "serviceAccountName"
+            | "serviceAccount"
             | "selector"
             | "type"
             | "clusterIP"
@@ -174,7 +205,7 @@ impl Prune {
         let left_out = match self {
             Prune::Whole => return Some(Prune::Whole),
             Prune::Root => key == "status",
-            Prune::Metadata => key == "managedFields",
+            Prune::Metadata => metadata_unread(key),
             Prune::Spec => spec_unread(key),
             Prune::Container => CONTAINER_UNREAD.contains(&key),
             Prune::Volume => key != "name",

@@ -372,13 +372,51 @@ fn pruned(value: Value, at: Prune) -> Value {
             map.into_iter()
                 .filter(|(k, _)| match at {
                     Prune::Root => k != "status",
-                    Prune::Metadata => k != "managedFields",
-                    Prune::Spec => {
-                        !["affinity", "tolerations", "topologySpreadConstraints"].contains(&k.as_str())
-                    }
-                    Prune::Container => {
-                        !["args", "command", "env", "envFrom", "resources"].contains(&k.as_str())
-                    }
+                    Prune::Metadata => ![
+                        "managedFields",
+                        "creationTimestamp",
+                        "generateName",
+                        "uid",
+                        "resourceVersion",
+                        "generation",
+                        "finalizers",
+                    ]
+                    .contains(&k.as_str()),
+                    Prune::Spec => ![
+                        "affinity",
+                        "tolerations",
+                        "topologySpreadConstraints",
+                        "schedulerName",
+                        "priority",
+                        "preemptionPolicy",
+                        "dnsPolicy",
+                        "restartPolicy",
+                        "enableServiceLinks",
+                        "terminationGracePeriodSeconds",
+                        "serviceAccountName",
+                        "serviceAccount",
+                        "selector",
+                        "type",
+                        "clusterIP",
+                        "clusterIPs",
+                        "ipFamilies",
+                        "ipFamilyPolicy",
+                        "sessionAffinity",
+                        "sessionAffinityConfig",
+                        "internalTrafficPolicy",
+                        "externalTrafficPolicy",
+                    ]
+                    .contains(&k.as_str()),
+                    Prune::Container => ![
+                        "args",
+                        "command",
+                        "env",
+                        "envFrom",
+                        "resources",
+                        "terminationMessagePath",
+                        "terminationMessagePolicy",
+                    ]
+                    .contains(&k.as_str()),
                     Prune::Volume => k == "name",
                     _ => true,
                 })
@@ -427,11 +465,23 @@ fn review(object: Value) -> Value {
 #[rstest]
 #[case::pod(review(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "annotations": {"x": "y\n\"z\""}},
     "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 8080}], "args": ["--a=1"]}]}})).to_string(), true)]
-#[case::left_out(review(json!({"metadata": {"managedFields": [{"manager": "m"}], "name": "p"}, "status": {"phase": "x"},
-    "spec": {"template": {"spec": {"initContainers": [{"name": "i", "env": 5, "command": ["c"], "status": 1}],
+#[case::left_out(review(json!({"metadata": {"managedFields": [{"manager": "m"}], "name": "p", "uid": "u",
+        "generateName": "p-", "creationTimestamp": null, "resourceVersion": "1", "generation": 2, "finalizers": ["f"],
+        "ownerReferences": [{"uid": "kept", "name": "o"}]},
+    "status": {"phase": "x"},
+    "spec": {"template": {"metadata": {"creationTimestamp": null, "labels": {"a": "b"}},
+        "spec": {"initContainers": [{"name": "i", "env": 5, "command": ["c"], "status": 1, "restartPolicy": "Always"}],
         "tolerations": [{"key": "k"}], "affinity": {}, "volumes": [{"name": "v", "projected": {}}, {"secret": 1}, 3],
-        "containers": [{"name": "c", "envFrom": [], "resources": {"limits": {}}, "args": null, "ports": []}, 7]}},
-        "status": {"kept": true}}})).to_string(), true)]
+        "schedulerName": "s", "priority": 0, "preemptionPolicy": "p", "dnsPolicy": "d", "restartPolicy": "Always",
+        "enableServiceLinks": true, "terminationGracePeriodSeconds": 30, "serviceAccountName": "sa", "serviceAccount": "sa",
+        "hostNetwork": false, "automountServiceAccountToken": true, "securityContext": {},
+        "containers": [{"name": "c", "envFrom": [], "resources": {"limits": {}}, "args": null, "ports": [],
+            "terminationMessagePath": "/t", "terminationMessagePolicy": "File", "imagePullPolicy": "Always"}, 7]}},
+        "selector": {"matchLabels": {}}, "replicas": 3, "status": {"kept": true}}})).to_string(), true)]
+#[case::service_left_out(review(json!({"kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "targetPort": 8080}],
+    "selector": {"app": "a"}, "type": "ClusterIP", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "ipFamilies": ["IPv4"],
+    "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None", "sessionAffinityConfig": {}, "internalTrafficPolicy": "Cluster",
+    "externalTrafficPolicy": "Local"}})).to_string(), true)]
 #[case::pretty(serde_json::to_string_pretty(&review(json!({"a": [1, {"b": null}]}))).unwrap(), true)]
 #[case::numbers(review(json!({"n": [0, -0, 1, -1, 9007199254740993i64, 18446744073709551615u64, 1.5, -2.5e-3, 1e300]})).to_string(), true)]
 #[case::number_forms(r#"{"request": {"object": [0, -0, 1E2, 1e+2, 1.25E-2, 123456789012345678901234567890, -0.0]}}"#.to_string(), true)]
