@@ -123,8 +123,9 @@ impl Keep {
 }
 
 /// Where a value of the request's object lies, for what is left out of its tree: the core reads
-/// a container's name, image, ports, probes, mounts and security context, never its
-/// environment, arguments, resources or termination message; of a pod's spec, never its
+/// a container's name, image, ports (their number and name), probes (their `httpGet` port),
+/// mounts and security context, never its environment, arguments, resources, pull policy,
+/// lifecycle or termination message; of a pod's spec, never its
 /// scheduling, DNS, restart or service-account fields, nor more of a volume than its name; of a
 /// Service's, only its ports; of metadata, its name, namespace, labels, annotations and owners;
 /// nor the object's `status`. What is left out is still checked as JSON, and the answer is
@@ -139,6 +140,12 @@ enum Prune {
     Spec,
     Containers,
     Container,
+    /// A container's `ports`, and one of them: its number and name are read.
+    Ports,
+    Port,
+    /// A container's liveness or readiness probe, and its `httpGet`: only that port is read.
+    Probe,
+    HttpGet,
     Volumes,
     Volume,
 }
@@ -152,6 +159,10 @@ const CONTAINER_UNREAD: &[&str] = &[
     "resources",
     "terminationMessagePath",
     "terminationMessagePolicy",
+    "imagePullPolicy",
+    "startupProbe",
+    "lifecycle",
+    "workingDir",
 ];
 
 /// Metadata fields the core never reads (the server's own, and the name a controller asks for).
@@ -209,16 +220,22 @@ impl Prune {
             Prune::Spec => spec_unread(key),
             Prune::Container => CONTAINER_UNREAD.contains(&key),
             Prune::Volume => key != "name",
-            Prune::Any | Prune::Containers | Prune::Volumes => false,
+            Prune::Port => !matches!(key, "containerPort" | "name"),
+            Prune::Probe => key != "httpGet",
+            Prune::HttpGet => key != "port",
+            Prune::Any | Prune::Containers | Prune::Volumes | Prune::Ports => false,
         };
         if left_out {
             return None;
         }
-        Some(match key {
-            "metadata" => Prune::Metadata,
-            "spec" => Prune::Spec,
-            "containers" | "initContainers" | "ephemeralContainers" => Prune::Containers,
-            "volumes" if self == Prune::Spec => Prune::Volumes,
+        Some(match (self, key) {
+            (_, "metadata") => Prune::Metadata,
+            (_, "spec") => Prune::Spec,
+            (_, "containers" | "initContainers" | "ephemeralContainers") => Prune::Containers,
+            (Prune::Spec, "volumes") => Prune::Volumes,
+            (Prune::Container, "ports") => Prune::Ports,
+            (Prune::Container, "livenessProbe" | "readinessProbe") => Prune::Probe,
+            (Prune::Probe, "httpGet") => Prune::HttpGet,
             _ => Prune::Any,
         })
     }
@@ -228,6 +245,7 @@ impl Prune {
         match self {
             Prune::Whole => Prune::Whole,
             Prune::Containers => Prune::Container,
+            Prune::Ports => Prune::Port,
             Prune::Volumes => Prune::Volume,
             _ => Prune::Any,
         }
