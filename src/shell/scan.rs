@@ -122,14 +122,14 @@ impl Keep {
     }
 }
 
-/// Where a value of the request's object lies, for what is left out of its tree: the core reads
+/// Where a value of the request's object lies, for what is left out of its tree. The core reads
 /// a container's name, image, ports (their number and name), probes (their `httpGet` port),
 /// mounts and security context, never its environment, arguments, resources, pull policy,
-/// lifecycle or termination message; of a pod's spec, never its
-/// scheduling, DNS, restart or service-account fields, nor more of a volume than its name; of a
-/// Service's, only its ports; of metadata, its name, namespace, labels, annotations and owners;
-/// nor the object's `status`. What is left out is still checked as JSON, and the answer is
-/// written from the object's text ([`super::rewrite`]), so nothing of it is lost.
+/// lifecycle or termination message; of a pod's spec, never its scheduling, DNS, restart or
+/// service-account fields, nor more of a volume than its name; of a Service's, only its ports;
+/// of metadata, its name, namespace, labels, annotations and owners; never the object's
+/// `status`. What is left out is still checked as JSON, and the answer is written from the
+/// object's text ([`super::rewrite`]), so nothing of it is lost.
 #[derive(Clone, Copy, PartialEq)]
 enum Prune {
     /// Any value but the request's object: built whole.
