@@ -1,8 +1,9 @@
 //! One key two levels down (`proxy.opaquePorts`), read from the few lines that can hold it:
 //! the top-level keys that could be the top key, the keys of its block that could be the key,
 //! and every line that opens a quote or a flow bracket before that block ends and does not close
-//! it at once (such a line could run on and hide the key). The other lines are passed over at one test each and nothing else
-//! is parsed, so this costs a fraction of the subset reader, which reads every line.
+//! it at once (such a line could run on and hide the key). The other lines are passed over at
+//! one test each and nothing else is parsed, so this costs a fraction of the subset reader,
+//! which reads every line.
 //!
 //! It answers only where the document's shape around the key is certain; anything else is
 //! `None`, and the caller reads the document whole. Where libyaml parses the document, an answer
