@@ -46,13 +46,18 @@ fn candidates(kind: &str, spec: &Value) -> Vec<Candidate> {
 
 /// The annotation the default list gives these candidates; `None` when it names none.
 fn from_defaults(candidates: &[Candidate], defaults: &str) -> Option<String> {
-    let listed: Vec<&str> = defaults.split(',').collect();
-    let ports: Vec<String> = candidates
-        .iter()
-        .filter(|c| listed.contains(&c.compared.to_string().as_str()))
-        .map(|c| c.written.to_string())
-        .collect();
-    (!ports.is_empty()).then(|| ports.join(","))
+    let mut annotation = String::new();
+    for c in candidates {
+        let mut number = itoa::Buffer::new();
+        let compared = number.format(c.compared);
+        if defaults.split(',').any(|entry| entry == compared) {
+            if !annotation.is_empty() {
+                annotation.push(',');
+            }
+            annotation.push_str(itoa::Buffer::new().format(c.written));
+        }
+    }
+    (!annotation.is_empty()).then_some(annotation)
 }
 
 /// The annotation value for a pod or Service that lacks one; `None` when nothing applies.
@@ -113,6 +118,18 @@ mod tests {
             })
             .as_deref(),
             Some("8080, http")
+        );
+    }
+
+    #[rstest]
+    #[case::padded_or_signed_never_match("080,+80, 80,80 ", None)]
+    #[case::exact_entry_among_others("8080,80,8", Some("80,443"))]
+    fn entries_are_compared_as_written(#[case] defaults: &str, #[case] expected: Option<&str>) {
+        let spec =
+            json!({"ports": [{"port": 80}, {"port": 443, "targetPort": 8}, {"port": 9, "targetPort": -8}]});
+        assert_eq!(
+            default_annotation("Service", &spec, None, || Some(defaults)).as_deref(),
+            expected
         );
     }
 

@@ -110,9 +110,6 @@ impl Cluster for KubewardenCluster {
         let answer = Self::call("list_resources_by_namespace", what, &request, |e| {
             LookupError::Failed(format!("lookup of {} failed: {e}", what()))
         })?;
-        if simdutf8::basic::from_utf8(&answer).is_err() {
-            return Err(malformed_list(lookup, &not_utf8::<Items>(&answer)));
-        }
         Ok(Box::new(ListText {
             answer,
             lookup: lookup.clone(),
@@ -127,34 +124,39 @@ fn malformed_list(lookup: &ListLookup, error: &serde_json::Error) -> LookupError
     ))
 }
 
-/// A list's answer as the engine wrote it, checked as UTF-8.
+/// A list's answer as the engine wrote it.
 struct ListText {
     answer: Vec<u8>,
     lookup: ListLookup,
 }
 
 impl ListText {
-    /// The answer as text: checked again at each read rather than copied into a `String`
-    /// (`String::from_utf8` checks with the standard library's slower loop); both reads
-    /// together cost less than that one check.
-    fn text(&self) -> &str {
-        simdutf8::basic::from_utf8(&self.answer).unwrap_or_default()
+    /// The answer as text, checked as UTF-8 at each read rather than once when it arrives and
+    /// copied into a `String` (`String::from_utf8` checks with the standard library's slower
+    /// loop): an admission reads it once, by `json_string` or by `items`, and only `items`
+    /// after a `json_string` that found nothing.
+    fn text(&self) -> Option<&str> {
+        simdutf8::basic::from_utf8(&self.answer).ok()
     }
 }
 
 impl Listed for ListText {
     fn items(&self) -> Result<Vec<Value>, LookupError> {
-        masked::items(self.text(), self.lookup.field_masks).map_err(|e| {
+        let Some(text) = self.text() else {
+            return Err(malformed_list(&self.lookup, &not_utf8::<Items>(&self.answer)));
+        };
+        masked::items(text, self.lookup.field_masks).map_err(|e| {
             let whole = from_json::<Items>(&self.answer).err().unwrap_or(e);
             malformed_list(&self.lookup, &whole)
         })
     }
 
-    /// Read where it lies when `items` would read it: from an answer masked to `data`.
+    /// Read where it lies when `items` would read it: from an answer masked to `data`. `None`
+    /// for an answer that is not UTF-8, whose `items` then say why.
     fn json_string(&self, name: &str, path: &[&str], read: StringReader<'_>) -> Option<Cow<'_, str>> {
         let (["data", key], ["data"]) = (path, self.lookup.field_masks) else {
             return None;
         };
-        scan::item_data_string(self.text(), name, key, read).map(Cow::Borrowed)
+        scan::item_data_string(self.text()?, name, key, read).map(Cow::Borrowed)
     }
 }
