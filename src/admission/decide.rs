@@ -34,7 +34,14 @@ impl SkipReason {
 
 impl fmt::Display for SkipReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+        f.write_str(self.as_str())
+    }
+}
+
+impl SkipReason {
+    /// Linkerd's text for the reason.
+    pub fn as_str(&self) -> &'static str {
+        match self {
             Self::HostNetwork => "hostNetwork is enabled",
             Self::SidecarExists => "pod has a sidecar injected already",
             Self::UnsupportedResource => "this resource kind is unsupported",
@@ -47,7 +54,7 @@ impl fmt::Display for SkipReason {
             Self::AutomountDisabled => {
                 "automountServiceAccountToken set to \"false\", with Values.identity.serviceAccountTokenProjection set to \"false\""
             }
-        })
+        }
     }
 }
 

@@ -14,7 +14,7 @@ pub const SKIPPED_PREFIX: &str = "skipped: ";
 
 /// `skipped: <reasons>`, the value of [`INJECTION_AUDIT_KEY`] for a pod without a proxy.
 pub fn skipped_audit(reasons: &str) -> String {
-    format!("{SKIPPED_PREFIX}{reasons}")
+    [SKIPPED_PREFIX, reasons].concat()
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -5,9 +5,6 @@
 use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError, StringReader, classify_host_error};
 use crate::shell::wire::from_json;
 use crate::shell::{masked, scan};
-use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-    GetResourceRequest, ListResourcesByNamespaceRequest,
-};
 use kubewarden_policy_sdk::wapc_guest::host_call;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -45,9 +42,33 @@ fn not_utf8<W: DeserializeOwned>(answer: &[u8]) -> serde_json::Error {
 
 pub struct KubewardenCluster;
 
-/// The request's `field_masks`: none (the whole object) when the lookup names no path.
-fn masks(paths: &[&str]) -> Option<BTreeSet<String>> {
-    (!paths.is_empty()).then(|| paths.iter().map(|p| (*p).to_owned()).collect())
+/// The SDK's `GetResourceRequest` as it is written, borrowed from the lookup: the SDK's owns
+/// each string and a set of its masks, built and freed on every call.
+#[derive(Serialize)]
+struct GetResourceRequest<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    name: &'a str,
+    namespace: Option<&'a str>,
+    disable_cache: bool,
+    field_masks: Option<BTreeSet<&'a str>>,
+}
+
+/// The SDK's `ListResourcesByNamespaceRequest` as it is written, borrowed.
+#[derive(Serialize)]
+struct ListResourcesByNamespaceRequest<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    namespace: &'a str,
+    label_selector: Option<&'a str>,
+    field_selector: Option<&'a str>,
+    field_masks: Option<BTreeSet<&'a str>>,
+}
+
+/// The request's `field_masks`, sorted and without repeats as the SDK's set writes them: none
+/// (the whole object) when the lookup names no path.
+fn masks<'a>(paths: &[&'a str]) -> Option<BTreeSet<&'a str>> {
+    (!paths.is_empty()).then(|| paths.iter().copied().collect())
 }
 
 impl KubewardenCluster {
@@ -69,10 +90,10 @@ impl KubewardenCluster {
 impl Cluster for KubewardenCluster {
     fn get(&self, lookup: &Lookup) -> Result<Value, LookupError> {
         let request = GetResourceRequest {
-            api_version: lookup.api_version.to_owned(),
-            kind: lookup.kind.to_owned(),
-            name: lookup.name.clone(),
-            namespace: lookup.namespace.clone(),
+            api_version: lookup.api_version,
+            kind: lookup.kind,
+            name: &lookup.name,
+            namespace: lookup.namespace.as_deref(),
             disable_cache: lookup.disable_cache,
             field_masks: masks(lookup.field_masks),
         };
@@ -98,9 +119,9 @@ impl Cluster for KubewardenCluster {
     /// The answer's text, kept: its items are read when asked for.
     fn list_answer(&self, lookup: &ListLookup) -> Result<Box<dyn Listed + '_>, LookupError> {
         let request = ListResourcesByNamespaceRequest {
-            api_version: lookup.api_version.to_owned(),
-            kind: lookup.kind.to_owned(),
-            namespace: lookup.namespace.clone(),
+            api_version: lookup.api_version,
+            kind: lookup.kind,
+            namespace: &lookup.namespace,
             label_selector: None,
             field_selector: None,
             field_masks: masks(lookup.field_masks),
@@ -158,5 +179,63 @@ impl Listed for ListText {
             return None;
         };
         scan::item_data_string(self.text()?, name, key, read).map(Cow::Borrowed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kubewarden_policy_sdk::host_capabilities::kubernetes as sdk;
+    use rstest::rstest;
+
+    fn owned(paths: &[&str]) -> Option<BTreeSet<String>> {
+        (!paths.is_empty()).then(|| paths.iter().map(|p| (*p).to_owned()).collect())
+    }
+
+    /// The borrowed requests write the bytes the SDK's own types write.
+    #[rstest]
+    #[case::namespaced_masked(Some("linkerd"), &["metadata.annotations", "data", "data"])]
+    #[case::cluster_scoped_whole(None, &[])]
+    fn requests_are_written_as_the_sdk_writes_them(#[case] namespace: Option<&str>, #[case] paths: &[&str]) {
+        let ours = GetResourceRequest {
+            api_version: "apps/v1",
+            kind: "ReplicaSet",
+            name: "web-768bf89858",
+            namespace,
+            disable_cache: true,
+            field_masks: masks(paths),
+        };
+        let theirs = sdk::GetResourceRequest {
+            api_version: "apps/v1".into(),
+            kind: "ReplicaSet".into(),
+            name: "web-768bf89858".into(),
+            namespace: namespace.map(Into::into),
+            disable_cache: true,
+            field_masks: owned(paths),
+        };
+        assert_eq!(
+            serde_json::to_string(&ours).unwrap(),
+            serde_json::to_string(&theirs).unwrap()
+        );
+        let ours = ListResourcesByNamespaceRequest {
+            api_version: "v1",
+            kind: "ConfigMap",
+            namespace: namespace.unwrap_or_default(),
+            label_selector: None,
+            field_selector: None,
+            field_masks: masks(paths),
+        };
+        let theirs = sdk::ListResourcesByNamespaceRequest {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: namespace.unwrap_or_default().into(),
+            label_selector: None,
+            field_selector: None,
+            field_masks: owned(paths),
+        };
+        assert_eq!(
+            serde_json::to_string(&ours).unwrap(),
+            serde_json::to_string(&theirs).unwrap()
+        );
     }
 }
