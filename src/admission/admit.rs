@@ -230,7 +230,7 @@ fn admit_service(req: &Request<'_>, values: &Values<'_, '_>, cluster: &dyn Clust
         return Outcome::rejected("object: must be a Service object").into();
     };
     let meta = obj.get("metadata").unwrap_or(&Value::Null);
-    if let Err(msg) = check_metadata(meta, "object.metadata") {
+    if let Err(msg) = check_metadata(meta, "object") {
         return Outcome::rejected(msg).into();
     }
     if pod::string_map(meta, "annotations").contains_key(ann::OPAQUE_PORTS) {
@@ -256,15 +256,16 @@ fn admit_service(req: &Request<'_>, values: &Values<'_, '_>, cluster: &dyn Clust
     Admission { outcome: out, edit }
 }
 
+/// `at` names the metadata's parent: it is formatted only for a message.
 fn check_metadata(meta: &Value, at: &str) -> Result<(), String> {
     if !(meta.is_null() || meta.is_object()) {
-        return Err(format!("{at}: must be an object"));
+        return Err(format!("{at}.metadata: must be an object"));
     }
     for key in ["annotations", "labels"] {
         if let Some(v) = meta.get(key)
             && !(v.is_null() || v.is_object())
         {
-            return Err(format!("{at}.{key}: must be an object of strings"));
+            return Err(format!("{at}.metadata.{key}: must be an object of strings"));
         }
     }
     Ok(())
@@ -275,10 +276,7 @@ fn check_template(template: &Value, at: &str) -> Result<(), String> {
     if !template.is_object() {
         return Err(format!("{at}: must be an object"));
     }
-    check_metadata(
-        template.get("metadata").unwrap_or(&Value::Null),
-        &format!("{at}.metadata"),
-    )?;
+    check_metadata(template.get("metadata").unwrap_or(&Value::Null), at)?;
     let spec = template.get("spec").unwrap_or(&Value::Null);
     if !spec.is_object() {
         return Err(format!("{at}.spec: must be an object"));

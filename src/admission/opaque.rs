@@ -50,7 +50,7 @@ fn from_defaults(candidates: &[Candidate], defaults: &str) -> Option<String> {
     for c in candidates {
         let mut number = itoa::Buffer::new();
         let compared = number.format(c.compared);
-        if defaults.split(',').any(|entry| entry == compared) {
+        if crate::parse::ports::entries(defaults).any(|entry| entry == compared) {
             if !annotation.is_empty() {
                 annotation.push(',');
             }

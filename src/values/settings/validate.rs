@@ -380,7 +380,7 @@ pub fn is_port_name(s: &str) -> bool {
 
 /// The entries of an opaque-ports list that are neither a port, a range nor a port name.
 fn invalid_opaque_ports(val: &str) -> impl Iterator<Item = &str> {
-    val.split(',')
+    ports::entries(val)
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .filter(|e| !is_decimal_port(e) && ports::parse_port_range(e).is_err() && !is_port_name(e))
