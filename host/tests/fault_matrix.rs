@@ -13,6 +13,7 @@
 mod common;
 mod policy_support;
 
+use kubewarden_engine::hostcalls::fault::NOT_UTF8_LIST;
 use policy_support::*;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -284,6 +285,10 @@ fn list_reason(fault: &str) -> String {
             let parse_error = serde_json::from_slice::<Value>(br#"{"items":[{"#).unwrap_err();
             format!("lookup of {what}: malformed answer: {parse_error}")
         }
+        "not-utf8" => {
+            let parse_error = serde_json::from_slice::<Value>(NOT_UTF8_LIST).unwrap_err();
+            format!("lookup of {what}: malformed answer: {parse_error}")
+        }
         other => panic!("no reason for {other}"),
     }
 }
@@ -295,7 +300,7 @@ fn list_reason(fault: &str) -> String {
 /// again.
 #[rstest]
 fn config_map_list_under_every_fault(
-    #[values("error", "notfound", "malformed")] fault: &str,
+    #[values("error", "notfound", "malformed", "not-utf8")] fault: &str,
     #[values("reject", "settings")] failure: &str,
 ) {
     let host = cluster_host(cluster(CONTEXT), faults(&[&format!("{CONFIG_MAPS}={fault}")]));

@@ -1,9 +1,10 @@
 //! Fault injection for lookups that reach the "API server" (cache misses, `disable_cache` calls,
-//! lists, `can_i`): added latency, errors, not-found, malformed answers, per kind or per object.
+//! lists, `can_i`): added latency, errors, not-found, malformed answers, answers that are not
+//! UTF-8, per kind or per object.
 //!
 //! Rule syntax (CLI `--fault`, also [`FaultRule::parse`]): `TARGET=EFFECT` where TARGET is `*`,
 //! `Kind`, `Kind/name` or `Kind/namespace/name`, and EFFECT is one of
-//! `error`, `error:MESSAGE`, `notfound`, `malformed`, `latency:MILLIS`, `fail-first:N`
+//! `error`, `error:MESSAGE`, `notfound`, `malformed`, `not-utf8`, `latency:MILLIS`, `fail-first:N`
 //! (the first N matching lookups fail, later ones succeed).
 
 use std::sync::Arc;
@@ -17,7 +18,7 @@ pub enum FaultParseError {
     #[error("fault rule {0:?}: expected TARGET=EFFECT")]
     Syntax(String),
     #[error(
-        "fault rule {rule:?}: unknown effect {effect:?} (expected error[:MESSAGE], notfound, malformed, latency:MILLIS or fail-first:N)"
+        "fault rule {rule:?}: unknown effect {effect:?} (expected error[:MESSAGE], notfound, malformed, not-utf8, latency:MILLIS or fail-first:N)"
     )]
     Effect { rule: String, effect: String },
     #[error("fault rule {rule:?}: {what} is not a number")]
@@ -35,6 +36,9 @@ pub enum Fault {
     NotFound,
     /// The guest receives a truncated, unparseable JSON answer.
     Malformed,
+    /// The guest receives JSON whose one string holds a byte that is not UTF-8
+    /// ([`NOT_UTF8_OBJECT`], [`NOT_UTF8_LIST`]).
+    NotUtf8,
     /// The lookup takes this much longer.
     Latency(Duration),
     /// The first N matching lookups fail with an error; later ones succeed.
@@ -113,6 +117,7 @@ impl FaultRule {
             "error" => Fault::Error(arg.map(str::to_owned)),
             "notfound" | "not-found" => Fault::NotFound,
             "malformed" => Fault::Malformed,
+            "not-utf8" => Fault::NotUtf8,
             "latency" => Fault::Latency(Duration::from_millis(number("latency")?)),
             "fail-first" => Fault::FailFirst(number("fail-first count")?),
             _ => {
@@ -126,6 +131,11 @@ impl FaultRule {
     }
 }
 
+/// A get's answer under `not-utf8`: an object whose name is the byte 0xff.
+pub const NOT_UTF8_OBJECT: &[u8] = b"{\"metadata\":{\"name\":\"\xff\"}}";
+/// A list's answer under `not-utf8`: one item, named as in [`NOT_UTF8_OBJECT`].
+pub const NOT_UTF8_LIST: &[u8] = b"{\"items\":[{\"metadata\":{\"name\":\"\xff\"}}]}";
+
 /// What a fault plan decided for one lookup.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FaultAction {
@@ -133,6 +143,7 @@ pub enum FaultAction {
     Error(String),
     NotFound,
     Malformed,
+    NotUtf8,
 }
 
 /// All fault rules plus a latency added to every lookup.
@@ -181,6 +192,7 @@ impl FaultPlan {
                 }
                 Fault::NotFound => verdict = FaultAction::NotFound,
                 Fault::Malformed => verdict = FaultAction::Malformed,
+                Fault::NotUtf8 => verdict = FaultAction::NotUtf8,
                 Fault::FailFirst(n) => {
                     if rule.hits.fetch_add(1, Ordering::SeqCst) < *n {
                         verdict = FaultAction::Error(default_error(kind, namespace, name));
@@ -223,6 +235,10 @@ mod tests {
         assert_eq!(
             FaultRule::parse("*=error:boom").unwrap().fault,
             Fault::Error(Some("boom".into()))
+        );
+        assert_eq!(
+            FaultRule::parse("ConfigMap=not-utf8").unwrap().fault,
+            Fault::NotUtf8
         );
         assert!(FaultRule::parse("ReplicaSet").is_err());
         assert!(FaultRule::parse("ReplicaSet=explode").is_err());

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use crate::hostcalls::cache::{DEFAULT_TTL, Origin, TtlCache};
 use crate::hostcalls::cluster::{ClusterLookupError, ClusterState};
-use crate::hostcalls::fault::{FaultAction, FaultPlan};
+use crate::hostcalls::fault::{FaultAction, FaultPlan, NOT_UTF8_LIST, NOT_UTF8_OBJECT};
 use crate::hostcalls::field_mask;
 use crate::hostcalls::replay::{CallbackRequestType, Exchange, ReplayResponse, ReplaySession};
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
@@ -136,6 +136,7 @@ impl ClusterLookup {
                 .map(|v| Arc::new(CachedObject::new(v.clone()))),
             FaultAction::Error(m) => Err(ClusterLookupError::Injected(m)),
             FaultAction::NotFound => Err(state.not_found(&r.api_version, &r.kind, &r.name, ns)),
+            FaultAction::NotUtf8 => Err(ClusterLookupError::Malformed(NOT_UTF8_OBJECT.to_vec())),
             FaultAction::Malformed => {
                 let full = state
                     .get(&r.api_version, &r.kind, &r.name, ns)
@@ -161,6 +162,7 @@ impl ClusterLookup {
                 });
             }
             FaultAction::Malformed => return Err(ClusterLookupError::Malformed(br#"{"items":[{"#.to_vec())),
+            FaultAction::NotUtf8 => return Err(ClusterLookupError::Malformed(NOT_UTF8_LIST.to_vec())),
         }
         let state = self.state();
         let items: Vec<Value> = state
@@ -199,6 +201,7 @@ impl ClusterLookup {
                 });
             }
             FaultAction::Malformed => return Err(ClusterLookupError::Malformed(br#"{"allowed":"#.to_vec())),
+            FaultAction::NotUtf8 => return Err(ClusterLookupError::Malformed(NOT_UTF8_OBJECT.to_vec())),
         }
         let state = self.state();
         let status = state

@@ -98,7 +98,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "MILLIS", default_value_t = 0)]
     pub lookup_latency_ms: u64,
     /// Fault rule TARGET=EFFECT, e.g. `ReplicaSet=error`, `Namespace/emojivoto=notfound`,
-    /// `Job=malformed`, `ReplicaSet=latency:200`, `ReplicaSet=fail-first:1` (repeatable)
+    /// `Job=malformed`, `ConfigMap=not-utf8`, `ReplicaSet=latency:200`, `ReplicaSet=fail-first:1`
+    /// (repeatable)
     #[arg(long = "fault", value_name = "RULE")]
     pub faults: Vec<String>,
     /// Evaluation deadline in seconds, like policy-server's --policy-timeout
