@@ -14,12 +14,6 @@ pub fn of(bytes: &[u8]) -> Option<u64> {
     Some(u64::from_le_bytes(<[u8; 8]>::try_from(bytes).ok()?))
 }
 
-/// Bytes that are not printable ASCII (`' '..='~'`): a byte below 0x20 borrows into its
-/// high bit, a byte above 0x7e carries into it (or has it).
-pub fn unplain(x: u64) -> u64 {
-    control(x) | ((x.wrapping_add(ONES) | x) & HIGH_BITS)
-}
-
 /// Bytes below 0x20: each borrows into its own high bit (a byte with the high bit set is
 /// not one, and is masked out).
 pub fn control(x: u64) -> u64 {
@@ -78,6 +72,12 @@ pub fn json_special_bits(block: [u8; 16]) -> u32 {
     let special =
         x.min(u8x16::splat(0x1f)).simd_eq(x) | x.simd_eq(u8x16::splat(b'"')) | x.simd_eq(u8x16::splat(b'\\'));
     special.to_bitmask()
+}
+
+/// Bytes that are not printable ASCII (`' '..='~'`), sixteen at once, one bit each.
+pub fn unplain_bits(block: [u8; 16]) -> u32 {
+    let x = u8x16::new(block);
+    (x.min(u8x16::splat(0x1f)).simd_eq(x) | x.max(u8x16::splat(0x7f)).simd_eq(x)).to_bitmask()
 }
 
 /// [`json_special`] for one byte.
@@ -168,6 +168,23 @@ mod tests {
                         .enumerate()
                         .fold(0, |bits, (i, &c)| bits | u32::from(is_json_special(c)) << i);
                     assert_eq!(json_special_bits(block), expected, "{block:?}");
+                }
+            }
+        }
+    }
+
+    /// The vector test against the byte rule, for every byte value at every position.
+    #[test]
+    fn unplain_bits_are_the_byte_rule() {
+        for filler in [b'a', b' ', b'~', b'\n', 0xff] {
+            for at in 0..16 {
+                for b in 0..=255u8 {
+                    let mut block = [filler; 16];
+                    block[at] = b;
+                    let expected = block.iter().enumerate().fold(0, |bits, (i, c)| {
+                        bits | u32::from(!(b' '..=b'~').contains(c)) << i
+                    });
+                    assert_eq!(unplain_bits(block), expected, "{block:?}");
                 }
             }
         }

@@ -55,6 +55,26 @@ impl fmt::Display for PortRange {
 /// parses (`-1` is an empty lower bound). Each bound is read with Go's `Atoi` (sign and leading
 /// zeros accepted, no whitespace) and must be in 0..=65535, with `lo <= hi`.
 pub fn parse_port_range(s: &str) -> Result<PortRange, PortError> {
+    match decimal_port(s) {
+        Some(port) => Ok(PortRange::single(port)),
+        None => parse_range(s),
+    }
+}
+
+/// One to five ASCII digits up to 65535: the port [`parse_port_range`] reads, told without its
+/// general parse (the opaque-ports list is checked on every admission that reads it).
+fn decimal_port(entry: &str) -> Option<u16> {
+    if entry.is_empty() || entry.len() > 5 {
+        return None;
+    }
+    let n = entry.bytes().try_fold(0u32, |n, b| {
+        b.is_ascii_digit().then(|| n * 10 + u32::from(b - b'0'))
+    })?;
+    u16::try_from(n).ok()
+}
+
+/// [`parse_port_range`] for any entry: Go's integers, `-` between two.
+fn parse_range(s: &str) -> Result<PortRange, PortError> {
     let mut bounds = s.split('-');
     let lower = bounds.next().unwrap_or_default();
     let upper = bounds.next();
@@ -154,7 +174,28 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
+    #[rstest]
+    #[case::zero("0", Some(0))]
+    #[case::max("65535", Some(65535))]
+    #[case::leading_zeros("00080", Some(80))]
+    #[case::above_max("65536", None)]
+    #[case::five_nines("99999", None)]
+    #[case::six_digits("000080", None)]
+    #[case::empty("", None)]
+    #[case::sign("+80", None)]
+    #[case::range("80-81", None)]
+    #[case::name("http", None)]
+    fn decimal_ports(#[case] entry: &str, #[case] expected: Option<u16>) {
+        assert_eq!(decimal_port(entry), expected);
+    }
+
     proptest::proptest! {
+        /// The shortcut changes no answer: every entry reads as the general parse reads it.
+        #[test]
+        fn a_decimal_port_is_the_general_parse(entry in "[0-9+-]{0,7}") {
+            proptest::prop_assert_eq!(parse_port_range(&entry), parse_range(&entry));
+        }
+
         /// The entries are `str::split`'s, whatever the text around the commas.
         #[test]
         fn entries_are_split_on_commas(list in "[,0-9 a\u{e9}\u{2028}-]{0,12}") {

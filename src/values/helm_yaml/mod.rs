@@ -141,36 +141,39 @@ impl<'a> Reader<'a> {
         let bytes = text.as_bytes();
         let mut from = 0;
         while from < bytes.len() {
-            // skip to the next byte that is not plain printable ASCII, eight at a time
-            if let Some(word) = bytes.get(from..from + 8) {
-                match first_unplain(word) {
-                    Some(i) => from += i,
-                    None => {
-                        from += 8;
-                        continue;
+            // the bytes that are not plain printable ASCII, sixteen at a time, then one
+            let (mut bits, width) = match word::block(bytes, from) {
+                Some(block) => (word::unplain_bits(block), 16),
+                None => (
+                    u32::from(bytes.get(from).is_some_and(|b| !(b' '..=b'~').contains(b))),
+                    1,
+                ),
+            };
+            while bits != 0 {
+                let at = from + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                match *bytes.get(at)? {
+                    b'\n' => {
+                        lines.push(text.get(start..at)?);
+                        start = at + 1;
                     }
+                    b if b >= 0x80 => non_ascii = true,
+                    _ => return None,
                 }
             }
-            let Some(&b) = bytes.get(from) else { break };
-            if b == b'\n' {
-                lines.push(text.get(start..from)?);
-                start = from + 1;
-            } else if b >= 0x80 {
-                non_ascii = true;
-            } else if !(b' '..=b'~').contains(&b) {
-                return None;
-            }
-            from += 1;
+            from += width;
         }
         lines.push(text.get(start..)?);
         if non_ascii && !text.chars().all(|c| c.is_ascii() || plain_unicode(c)) {
             return None;
         }
-        // document markers and directives
-        if lines
-            .iter()
-            .any(|l| l.starts_with("---") || l.starts_with("...") || l.starts_with('%'))
-        {
+        // document markers and directives (byte patterns: `starts_with` calls `memcmp`)
+        if lines.iter().any(|l| {
+            matches!(
+                l.as_bytes(),
+                [b'-', b'-', b'-', ..] | [b'.', b'.', b'.', ..] | [b'%', ..]
+            )
+        }) {
             return None;
         }
         Some(Self {
@@ -342,10 +345,6 @@ impl<'a> Reader<'a> {
 
 /// Where the first byte of eight that is not printable ASCII (a newline, a control or a
 /// non-ASCII byte) sits.
-fn first_unplain(bytes: &[u8]) -> Option<usize> {
-    word::lowest(word::unplain(word::of(bytes)?))
-}
-
 fn is_dash(line: &str) -> bool {
     line == "-" || line.starts_with("- ")
 }
@@ -623,7 +622,7 @@ fn resolve_plain(text: &str) -> Option<Scalar<'_>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{WORD, first_unplain};
+    use super::WORD;
     use crate::word;
 
     /// `word_len`'s two statements of a word byte agree: the eight-at-once test and the table
@@ -641,23 +640,6 @@ mod tests {
                         let is_word = WORD[usize::from(*c)];
                         assert_eq!(flags >> (8 * i + 7) & 1 == 1, !is_word, "{bytes:?} at {i}");
                     }
-                }
-            }
-        }
-    }
-
-    /// The word test against the byte rule, for every byte value at every position, next to
-    /// printable bytes and next to a 0xff that could carry into it.
-    #[test]
-    fn first_unplain_is_the_byte_rule() {
-        let plain = |c: &u8| (b' '..=b'~').contains(c);
-        for filler in [b'a', b' ', b'~', b'\n', 0xff] {
-            for at in 0..8 {
-                for b in 0..=255u8 {
-                    let mut word = [filler; 8];
-                    word[at] = b;
-                    let expected = word.iter().position(|c| !plain(c));
-                    assert_eq!(first_unplain(&word), expected, "{word:?}");
                 }
             }
         }

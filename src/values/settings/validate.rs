@@ -383,55 +383,10 @@ fn invalid_opaque_ports(val: &str) -> impl Iterator<Item = &str> {
     ports::entries(val)
         .map(str::trim)
         .filter(|e| !e.is_empty())
-        .filter(|e| !is_decimal_port(e) && ports::parse_port_range(e).is_err() && !is_port_name(e))
-}
-
-/// One to five ASCII digits up to 65535: a port [`ports::parse_port_range`] accepts, told
-/// without its general parse (the list is checked on every admission that reads it).
-fn is_decimal_port(entry: &str) -> bool {
-    entry.len() <= 5
-        && entry
-            .bytes()
-            .try_fold(0u32, |n, b| {
-                b.is_ascii_digit().then(|| n * 10 + u32::from(b - b'0'))
-            })
-            .is_some_and(|n| !entry.is_empty() && n <= 65535)
+        .filter(|e| ports::parse_port_range(e).is_err() && !is_port_name(e))
 }
 
 /// Whether `proxy.opaquePorts` would pass validation.
 pub fn opaque_ports_are_valid(val: &str) -> bool {
     invalid_opaque_ports(val).next().is_none()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-    use rstest::rstest;
-
-    #[rstest]
-    #[case::zero("0", true)]
-    #[case::max("65535", true)]
-    #[case::leading_zeros("00080", true)]
-    #[case::above_max("65536", false)]
-    #[case::five_nines("99999", false)]
-    #[case::six_digits("000080", false)]
-    #[case::empty("", false)]
-    #[case::sign("+80", false)]
-    #[case::range("80-81", false)]
-    #[case::name("http", false)]
-    fn decimal_ports(#[case] entry: &str, #[case] expected: bool) {
-        assert_eq!(is_decimal_port(entry), expected);
-    }
-
-    proptest! {
-        /// The shortcut takes only entries the general parse reads as that one port.
-        #[test]
-        fn a_decimal_port_is_a_port(entry in "[0-9+-]{0,7}") {
-            if is_decimal_port(&entry) {
-                let port = ports::parse_port_range(&entry);
-                prop_assert!(port.as_ref().is_ok_and(|p| p.lower == p.upper), "{entry:?}: {port:?}");
-            }
-        }
-    }
 }
