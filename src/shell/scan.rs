@@ -667,19 +667,23 @@ impl<'a> Scanner<'a> {
         out.extend_from_slice(bytes.get(start..first)?);
         let mut at = first;
         loop {
-            while let Some(block) = word::block(bytes, at) {
-                out.extend_from_slice(&block);
-                match word::json_special_bits(block) {
-                    0 => at += 16,
-                    bits => {
-                        let i = bits.trailing_zeros() as usize;
-                        out.truncate(out.len() - 16 + i);
-                        at += i;
-                        break;
+            // plain bytes up to the next special one: sixteen at a time, eight near the end
+            loop {
+                if let Some(block) = word::block(bytes, at) {
+                    out.extend_from_slice(&block);
+                    let bits = word::json_special_bits(block);
+                    if bits == 0 {
+                        at += 16;
+                        continue;
                     }
+                    let i = bits.trailing_zeros() as usize;
+                    out.truncate(out.len() - 16 + i);
+                    at += i;
+                    break;
                 }
-            }
-            while let Some(x) = bytes.get(at..at + 8).and_then(word::of) {
+                let Some(x) = bytes.get(at..at + 8).and_then(word::of) else {
+                    break;
+                };
                 out.extend_from_slice(&x.to_le_bytes());
                 match word::lowest(word::json_special(x)) {
                     None => at += 8,
