@@ -74,9 +74,17 @@ impl Writer {
 
 /// Appends `bytes` (UTF-8) with JSON's escapes, as serde_json writes them.
 fn escape_into(out: &mut Vec<u8>, bytes: &[u8]) {
-    if copy_plain(out, bytes).is_some() {
-        return;
+    if copy_plain(out, bytes).is_none() {
+        escape_slowly(out, bytes);
     }
+}
+
+/// [`escape_into`] for a string with a byte to escape (a few of an answer's): out of line, so
+/// that the plain strings' path stays small (cranelift spills a large function's state on
+/// every call).
+#[cold]
+#[inline(never)]
+fn escape_slowly(out: &mut Vec<u8>, bytes: &[u8]) {
     let mut start = 0;
     while let Some(at) = word::next_json_special(bytes, start) {
         out.extend_from_slice(bytes.get(start..at).unwrap_or_default());

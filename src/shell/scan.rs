@@ -661,6 +661,8 @@ impl<'a> Scanner<'a> {
     /// decoded. Plain bytes are copied a word at a time, the word written whole and the part
     /// of it from its first special byte on written over: a values document has an escape
     /// every twenty bytes or so, and a copy call per run between them cost more than the rest.
+    /// Out of line: most strings have no escape, and their path stays small.
+    #[inline(never)]
     fn unescaped(&mut self, start: usize, first: usize) -> Option<String> {
         let bytes = self.text.as_bytes();
         let mut out = Vec::with_capacity(2 * (first - start) + 64);

@@ -189,12 +189,19 @@ impl<'a> Reader<'a> {
 
     /// The next line with content (blank and comment lines skipped), not consumed. A line is
     /// peeked at several times (by each enclosing block), so the last answer is kept.
+    #[inline]
     fn peek(&mut self) -> Option<(usize, &'a str)> {
         if let Some((pos, indent, text)) = self.peeked
             && pos == self.pos
         {
             return Some((indent, text));
         }
+        self.peek_next()
+    }
+
+    /// [`Reader::peek`] at a line not peeked at yet.
+    #[inline(never)]
+    fn peek_next(&mut self) -> Option<(usize, &'a str)> {
         while let Some(line) = self.lines.get(self.pos) {
             // byte loops: the trims' pattern machinery cost more than the rest of the peek
             let bytes = line.as_bytes();
@@ -364,9 +371,13 @@ fn plain_unicode(c: char) -> bool {
 /// `key: rest` or `key:` with a plain key that resolves to a string; `rest` without its
 /// leading spaces, "" when empty or a comment.
 fn split_key(line: &str) -> Option<(&str, &str)> {
-    if let Some(split) = split_word_key(line) {
-        return Some(split);
-    }
+    split_word_key(line).or_else(|| split_other_key(line))
+}
+
+/// [`split_key`] for a line [`split_word_key`] leaves: out of line, so that the word keys'
+/// path stays small (cranelift spills a large function's state on every call).
+#[inline(never)]
+fn split_other_key(line: &str) -> Option<(&str, &str)> {
     let (key, rest) = match find_pair(line, b':', b' ') {
         Some(at) => (line.get(..at)?, line.get(at + 2..)?),
         None => (line.strip_suffix(':')?, ""),
@@ -495,6 +506,12 @@ fn scalar(text: &str) -> Option<Scalar<'_>> {
     {
         return resolve_plain(text);
     }
+    other_scalar(text)
+}
+
+/// [`scalar`] for a text that is not a word: out of line, as [`split_other_key`].
+#[inline(never)]
+fn other_scalar(text: &str) -> Option<Scalar<'_>> {
     if let Some(quoted) = text.strip_prefix('"') {
         let end = find_byte(quoted, b'"')?;
         let (content, after) = (quoted.get(..end)?, quoted.get(end + 1..)?);
