@@ -111,3 +111,30 @@ fn a_cap_below_the_initial_memory_fails_instantiation_with_the_module_name() {
     assert!(err.to_string().starts_with("cannot instantiate module "), "{err}");
     assert!(err.to_string().contains("policy.wasm"), "{err}");
 }
+
+/// `kwctl bench` runs every `validate` of a benchmark in one instance. The module's allocator
+/// (src/shell/arena.rs) gives back what a call allocated, so one instance serves many
+/// admissions within the memory one admission needs; an allocator that kept what was freed
+/// would reach the cap within a few calls and answer 500.
+#[test]
+fn one_instance_serves_many_admissions_within_one_admissions_peak() {
+    let (host, req) = world(2 * 1024);
+    let settings = settings(json!({}));
+    let policy = policy(None);
+    let peak = peak_linear_memory(&policy, &host, &req, &settings).unwrap();
+    let mut instance = policy
+        .with_max_memory(Some(peak))
+        .unwrap()
+        .instantiate(&host)
+        .unwrap();
+    let first = instance.validate(&req, &settings).unwrap();
+    assert!(
+        injected(&req, &first),
+        "{}",
+        serde_json::to_string(&first).unwrap()
+    );
+    for call in 2..=300 {
+        let resp = instance.validate(&req, &settings).unwrap();
+        assert_eq!(resp, first, "call {call} in the same instance");
+    }
+}
