@@ -1,3 +1,6 @@
+//! The stack allocator against random sequences of allocations, frees, resizes and foreign
+//! growth, and its named cases.
+
 use super::{Arena, Memory, PAGE};
 use proptest::prelude::*;
 
