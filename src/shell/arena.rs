@@ -6,10 +6,9 @@
 //!
 //! Each block is preceded by an 8-byte header: where the stack's top was before it, and the
 //! header of the block below it, with the lowest bit set once the block is freed. A block freed
-//! under a live one stays until that one goes, so
-//! the worst case is a bump allocator's (every byte allocated in a call), and a call that frees
-//! everything it allocated leaves the stack where it found it: an instance that serves many calls
-//! (`kwctl bench`) does not grow.
+//! under a live one stays until that one goes, so the worst case is a bump allocator's (every
+//! byte allocated in a call), and a call that frees everything it allocated leaves the stack
+//! where it found it: an instance that serves many calls (`kwctl bench`) does not grow.
 //!
 //! [`Memory`] is the linear memory in the module (`super::allocator`) and a `Vec` in the tests.
 
@@ -33,7 +32,7 @@ const LINK: usize = 4;
 const FREED: u32 = 1;
 
 /// The stack's state. An address of 0 is no block: the blocks start above the module's data.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Arena {
     /// The header of the top block, live or freed under nothing live.
     last: usize,
@@ -63,7 +62,7 @@ impl Arena {
         let start = self.start_after(self.top, align)?;
         let end = start.checked_add(size)?;
         if end > self.end {
-            return self.alloc_grown(memory, size, align);
+            return self.alloc_grown(memory, end, size, align);
         }
         memory.write(start - HEADER, u32::try_from(self.top).ok()?);
         memory.write(start - HEADER + LINK, u32::try_from(self.last).ok()?);
@@ -72,16 +71,22 @@ impl Arena {
         Some(start)
     }
 
-    /// [`Arena::alloc`] when the block is past the memory's end: grown first.
+    /// [`Arena::alloc`] when the block would end at `end`, past the memory's end: grown first.
     #[cold]
     #[inline(never)]
-    fn alloc_grown(&mut self, memory: &mut impl Memory, size: usize, align: usize) -> Option<usize> {
-        let end = self.start_after(self.top, align)?.checked_add(size)?;
+    fn alloc_grown(
+        &mut self,
+        memory: &mut impl Memory,
+        end: usize,
+        size: usize,
+        align: usize,
+    ) -> Option<usize> {
         self.grow(memory, end - self.end)?;
         self.alloc(memory, size, align)
     }
 
-    /// Frees the block at `at`.
+    /// Frees the block at `at`. The top block is popped without being marked first (marking
+    /// every block and popping in one loop measured 6 k more on the typical pod).
     #[inline(never)]
     pub(crate) fn free(&mut self, memory: &mut impl Memory, at: usize) {
         let header = at - HEADER;

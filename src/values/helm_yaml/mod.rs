@@ -350,8 +350,6 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Where the first byte of eight that is not printable ASCII (a newline, a control or a
-/// non-ASCII byte) sits.
 fn is_dash(line: &str) -> bool {
     line == "-" || line.starts_with("- ")
 }
