@@ -4,7 +4,7 @@
 //! rewriter), so Linkerd's insert positions are stated once.
 
 use crate::admission::pod::{array_entry, object_entry};
-use crate::render::ProxyContainer;
+use crate::render::{InitContainer, ProxyContainer, Volume};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -25,19 +25,22 @@ pub enum Addition {
     List { first: Vec<Item>, last: Vec<Item> },
 }
 
-/// An item added to a list: a rendered JSON value, or the proxy container, which stays typed
-/// until written (its forty env entries never become JSON maps on the shell's path).
-#[derive(Debug)]
+/// An item added to a list: a rendered JSON value, or one of the items every injection adds,
+/// which stay typed until written (the proxy's forty env entries, the init container and the
+/// volumes never become JSON maps on the shell's path).
+#[derive(Debug, Clone)]
 pub enum Item {
     Value(Value),
     Proxy(Box<ProxyContainer>),
+    Init(Box<InitContainer>),
+    Volume(Volume),
 }
 
 impl Item {
     pub fn into_value(self) -> Value {
         match self {
             Item::Value(v) => v,
-            Item::Proxy(p) => p.into_value(),
+            typed => serde_json::to_value(typed).unwrap_or(Value::Null),
         }
     }
 }
@@ -47,6 +50,8 @@ impl Serialize for Item {
         match self {
             Item::Value(v) => v.serialize(serializer),
             Item::Proxy(p) => p.serialize(serializer),
+            Item::Init(c) => c.serialize(serializer),
+            Item::Volume(v) => v.serialize(serializer),
         }
     }
 }

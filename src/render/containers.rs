@@ -1,8 +1,10 @@
-//! The containers injection adds: `linkerd-proxy`, `linkerd-init` or
-//! `linkerd-network-validator`, and the optional `linkerd-debug`.
+//! The containers injection adds: `linkerd-proxy`, `linkerd-network-validator` (in place of
+//! `linkerd-init`, `init_container.rs`, with the CNI plugin) and the optional `linkerd-debug`.
 
+use super::security_context::{self, ProxySecurity};
 use super::{Context, env};
 use crate::admission::pod;
+use crate::values::settings::Text;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
@@ -26,7 +28,7 @@ pub struct ProxyContainer {
     resources: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     restart_policy: Option<&'static str>,
-    security_context: Value,
+    security_context: ProxySecurity,
     #[serde(skip_serializing_if = "Option::is_none")]
     startup_probe: Option<Probe>,
     termination_message_policy: &'static str,
@@ -64,7 +66,7 @@ impl ProxyContainer {
             readiness_probe: probe,
             resources: None,
             restart_policy: None,
-            security_context: Value::Null,
+            security_context: ProxySecurity::Given(Value::Null),
             startup_probe: None,
             termination_message_policy: "",
             volume_mounts: Vec::new(),
@@ -131,19 +133,29 @@ impl Exec {
 /// A volume mount: one of Linkerd's, or the pod's service-account token mount as copied.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
-enum Mount {
+pub(super) enum Mount {
     #[serde(rename_all = "camelCase")]
     Linkerd {
-        mount_path: &'static str,
-        name: &'static str,
+        mount_path: Text,
+        name: Text,
     },
-    Copied(Value),
+    Copied(CopiedMount),
 }
 
-const RUNTIME_DEFAULT: &str = "RuntimeDefault";
+/// The service-account token mount's path, name and read-only flag, as the pod has them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct CopiedMount {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mount_path: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    read_only: Option<Value>,
+}
 
 /// `requests`/`limits` from `proxy.resources`, only non-empty entries; `None` when all empty.
-fn resources(cx: &Context<'_>) -> Option<Value> {
+pub(super) fn resources(cx: &Context<'_>) -> Option<Value> {
     let r = &cx.config.values.proxy.resources;
     let mut requests = Map::new();
     let mut limits = Map::new();
@@ -169,26 +181,15 @@ fn resources(cx: &Context<'_>) -> Option<Value> {
     (!out.is_empty()).then_some(Value::Object(out))
 }
 
-/// `capabilities.add` / `.drop` of the pod's first container, when it sets capabilities.
-fn first_container_caps(spec: &Value) -> Option<(Vec<Value>, Vec<Value>)> {
-    let caps = pod::containers(spec)
-        .first()?
-        .get("securityContext")?
-        .get("capabilities")?;
-    let list = |k: &str| caps.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
-    Some((list("add"), list("drop")))
-}
-
 /// A copy of the service-account token mount (name, path, read-only), if the pod has one.
-fn sa_mount_copy(spec: &Value) -> Option<Value> {
+pub(super) fn sa_mount_copy(spec: &Value) -> Option<CopiedMount> {
     let m = pod::sa_token_mount(spec)?;
-    let mut out = Map::new();
-    for key in ["mountPath", "name", "readOnly"] {
-        if let Some(v) = m.get(key) {
-            out.insert(key.into(), v.clone());
-        }
-    }
-    Some(Value::Object(out))
+    let copy = |key| m.get(key).cloned();
+    Some(CopiedMount {
+        mount_path: copy("mountPath"),
+        name: copy("name"),
+        read_only: copy("readOnly"),
+    })
 }
 
 fn set_resources(container: &mut Value, cx: &Context<'_>) {
@@ -209,7 +210,10 @@ pub fn proxy_container(cx: &Context<'_>) -> ProxyContainer {
         period_seconds: src.period_seconds,
         timeout_seconds: Some(src.timeout_seconds),
     };
-    let mount = |mount_path, name| Mount::Linkerd { mount_path, name };
+    let mount = |mount_path: &'static str, name: &'static str| Mount::Linkerd {
+        mount_path: mount_path.into(),
+        name: name.into(),
+    };
     let mut mounts = vec![mount(
         "/var/run/linkerd/identity/end-entity",
         "linkerd-identity-end-entity",
@@ -273,141 +277,11 @@ pub fn proxy_container(cx: &Context<'_>) -> ProxyContainer {
         readiness_probe: probe("/ready", &p.readiness_probe),
         resources: resources(cx),
         restart_policy,
-        security_context: proxy_security_context(cx),
+        security_context: security_context::proxy(cx),
         startup_probe,
         termination_message_policy: "FallbackToLogsOnError",
         volume_mounts: mounts,
     }
-}
-
-fn proxy_security_context(cx: &Context<'_>) -> Value {
-    let p = &cx.config.values.proxy;
-    if p.security_context.as_object().is_some_and(|m| !m.is_empty()) {
-        return p.security_context.clone();
-    }
-    let mut sc = Map::new();
-    sc.insert("allowPrivilegeEscalation".into(), json!(false));
-    if let Some((add, drop)) = first_container_caps(cx.spec) {
-        let mut caps = Map::new();
-        if !add.is_empty() {
-            caps.insert("add".into(), Value::Array(add));
-        }
-        if !drop.is_empty() {
-            caps.insert("drop".into(), Value::Array(drop));
-        }
-        sc.insert("capabilities".into(), Value::Object(caps));
-    }
-    sc.insert("readOnlyRootFilesystem".into(), json!(true));
-    sc.insert("runAsNonRoot".into(), json!(true));
-    sc.insert("runAsUser".into(), json!(p.uid));
-    if p.gid >= 0 {
-        sc.insert("runAsGroup".into(), json!(p.gid));
-    }
-    sc.insert("seccompProfile".into(), json!({"type": RUNTIME_DEFAULT}));
-    Value::Object(sc)
-}
-
-pub fn init_container(cx: &Context<'_>) -> Value {
-    let v = &cx.config.values;
-    let (p, pi) = (&v.proxy, &v.proxy_init);
-    let mut args: Vec<String> = Vec::new();
-    if pi.iptables_mode == "nft" {
-        args.extend(
-            [
-                "--firewall-bin-path",
-                "iptables-nft",
-                "--firewall-save-bin-path",
-                "iptables-nft-save",
-            ]
-            .map(String::from),
-        );
-    }
-    if v.disable_ipv6 {
-        args.push("--ipv6=false".into());
-    }
-    let mut pair = |flag: &str, value: String| {
-        args.push(flag.into());
-        args.push(value);
-    };
-    pair("--incoming-proxy-port", p.ports.inbound.to_string());
-    pair("--outgoing-proxy-port", p.ports.outbound.to_string());
-    pair("--proxy-uid", p.uid.to_string());
-    if p.gid >= 0 {
-        pair("--proxy-gid", p.gid.to_string());
-    }
-    let (control, admin) = (p.ports.control.to_string(), p.ports.admin.to_string());
-    let mut ignore_in = [&*control, ",", &admin].concat();
-    if !pi.ignore_inbound_ports.is_empty() {
-        ignore_in = [&*ignore_in, ",", &pi.ignore_inbound_ports].concat();
-    }
-    pair("--inbound-ports-to-ignore", ignore_in);
-    if !pi.ignore_outbound_ports.is_empty() {
-        pair("--outbound-ports-to-ignore", pi.ignore_outbound_ports.to_string());
-    }
-    if cx.config.close_wait_secs > 0 {
-        pair("--timeout-close-wait-secs", cx.config.close_wait_secs.to_string());
-    }
-    if !pi.log_format.is_empty() {
-        pair("--log-format", pi.log_format.to_string());
-    }
-    if !pi.log_level.is_empty() {
-        pair("--log-level", pi.log_level.to_string());
-    }
-    if !pi.skip_subnets.is_empty() {
-        pair("--subnets-to-ignore", pi.skip_subnets.to_string());
-    }
-
-    let privileged = cx.config.close_wait_secs > 0 || pi.privileged;
-    let mut add = vec![json!("NET_ADMIN"), json!("NET_RAW")];
-    let mut caps = Map::new();
-    if let Some((extra_add, drop)) = first_container_caps(cx.spec) {
-        add.extend(extra_add);
-        let drop: Vec<Value> = drop
-            .into_iter()
-            .filter(|d| !matches!(d.as_str(), Some("NET_RAW" | "NET_ADMIN")))
-            .collect();
-        if !drop.is_empty() {
-            caps.insert("drop".into(), Value::Array(drop));
-        }
-    }
-    caps.insert("add".into(), Value::Array(add));
-    let mut sc = Map::new();
-    sc.insert("allowPrivilegeEscalation".into(), json!(privileged));
-    sc.insert("capabilities".into(), Value::Object(caps));
-    sc.insert("privileged".into(), json!(privileged));
-    if pi.run_as_root {
-        sc.insert("runAsGroup".into(), json!(0));
-        sc.insert("runAsNonRoot".into(), json!(false));
-        sc.insert("runAsUser".into(), json!(0));
-    } else {
-        let or_nobody = |id: i64| if id == 0 { 65534 } else { id };
-        sc.insert("runAsNonRoot".into(), json!(true));
-        sc.insert("runAsUser".into(), json!(or_nobody(pi.run_as_user)));
-        sc.insert("runAsGroup".into(), json!(or_nobody(pi.run_as_group)));
-    }
-    sc.insert("readOnlyRootFilesystem".into(), json!(true));
-    sc.insert("seccompProfile".into(), json!({"type": RUNTIME_DEFAULT}));
-
-    let mut mounts = vec![json!({"mountPath": pi.xt_mount_path.mount_path, "name": pi.xt_mount_path.name})];
-    mounts.extend(sa_mount_copy(cx.spec));
-    let mut c = super::object([
-        (
-            "args",
-            Value::Array(args.into_iter().map(Value::String).collect()),
-        ),
-        ("command", json!(["/usr/lib/linkerd/linkerd2-proxy-init"])),
-        ("image", Value::String(cx.proxy_image())),
-        ("imagePullPolicy", Value::String(cx.pull_policy().to_owned())),
-        ("name", Value::String("linkerd-init".into())),
-        ("securityContext", Value::Object(sc)),
-        (
-            "terminationMessagePolicy",
-            Value::String("FallbackToLogsOnError".into()),
-        ),
-        ("volumeMounts", Value::Array(mounts)),
-    ]);
-    set_resources(&mut c, cx);
-    c
 }
 
 pub fn network_validator(cx: &Context<'_>) -> Value {

@@ -2,7 +2,7 @@
 //! pod, and where, at the positions Linkerd's patch uses ([`Plan::into_additions`]).
 
 use crate::render::additions::{Addition, Additions, Item, Path};
-use crate::render::{self, Context, ProxyContainer};
+use crate::render::{self, Context, ProxyContainer, Volume};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 pub struct Plan {
     pub annotations: BTreeMap<String, String>,
     pub labels: BTreeMap<String, String>,
-    xtables_volume: Option<Value>,
-    init: Value,
+    xtables_volume: Option<Volume>,
+    /// `linkerd-init`, or `linkerd-network-validator` with the CNI plugin.
+    init: Item,
     debug: Option<Value>,
-    volumes: Vec<Value>,
+    volumes: Vec<Volume>,
     proxy: ProxyContainer,
     native: bool,
     proxy_first: bool,
@@ -38,11 +39,11 @@ impl Plan {
         Self {
             annotations,
             labels,
-            xtables_volume: (!cni).then(|| render::xtables_volume(&v.proxy_init.xt_mount_path.name)),
+            xtables_volume: (!cni).then(|| render::xtables_volume(v.proxy_init.xt_mount_path.name.clone())),
             init: if cni {
-                render::network_validator(cx)
+                Item::Value(render::network_validator(cx))
             } else {
-                render::init_container(cx)
+                Item::Init(Box::new(render::init_container(cx)))
             },
             debug: cx.config.debug_sidecar.then(|| render::debug_container(cx)),
             volumes,
@@ -56,8 +57,8 @@ impl Plan {
     /// (first, and the proxy second, with native sidecars); the proxy first of the containers
     /// with proxy-await (the default), else last, after the debug sidecar; volumes last.
     pub fn into_additions(self) -> Additions {
-        let mut volumes: Vec<Item> = self.xtables_volume.into_iter().map(Item::Value).collect();
-        volumes.extend(self.volumes.into_iter().map(Item::Value));
+        let mut volumes: Vec<Item> = self.xtables_volume.into_iter().map(Item::Volume).collect();
+        volumes.extend(self.volumes.into_iter().map(Item::Volume));
         let proxy = Item::Proxy(Box::new(self.proxy));
         let debug: Vec<Item> = self.debug.into_iter().map(Item::Value).collect();
         let list = |first: Vec<Item>, last: Vec<Item>| Addition::List { first, last };
@@ -67,12 +68,12 @@ impl Plan {
             (VOLUMES, list(vec![], volumes)),
         ];
         if self.native {
-            additions.push((INIT_CONTAINERS, list(vec![Item::Value(self.init), proxy], vec![])));
+            additions.push((INIT_CONTAINERS, list(vec![self.init, proxy], vec![])));
             if !debug.is_empty() {
                 additions.push((CONTAINERS, list(vec![], debug)));
             }
         } else {
-            additions.push((INIT_CONTAINERS, list(vec![], vec![Item::Value(self.init)])));
+            additions.push((INIT_CONTAINERS, list(vec![], vec![self.init])));
             let containers = if self.proxy_first {
                 list(vec![proxy], debug)
             } else {

@@ -1,18 +1,22 @@
-//! What injection adds to a pod: containers, init containers and volumes, as JSON values, but
-//! for the proxy container, which is typed ([`ProxyContainer`]) and written by the shell in place.
+//! What injection adds to a pod: containers, init containers and volumes. What every injection
+//! adds is typed ([`ProxyContainer`], [`InitContainer`], [`Volume`]) and written by the shell in
+//! place; the CNI validator and the debug sidecar are JSON values.
 
 pub mod additions;
 pub mod config;
 mod containers;
 mod env;
 mod inbound_ports;
+mod init_container;
 pub mod inject;
+mod security_context;
 pub mod version;
 mod volumes;
 
-pub use containers::{ProxyContainer, debug_container, init_container, network_validator, proxy_container};
+pub use containers::{ProxyContainer, debug_container, network_validator, proxy_container};
 pub use inbound_ports::inbound_ports;
-pub use volumes::{end_entity_volume, podinfo_volume, token_volume, xtables_volume};
+pub use init_container::{InitContainer, init_container};
+pub use volumes::{Volume, end_entity_volume, podinfo_volume, token_volume, xtables_volume};
 
 use crate::render::config::ProxyConfig;
 use serde_json::Value;
@@ -78,14 +82,4 @@ impl<'a> Context<'a> {
             &v.proxy.image.pull_policy
         }
     }
-}
-
-/// An object from owned entries, in the given order; values are moved, never re-serialised
-/// (`json!` runs `to_value` on every interpolated expression: a deep copy of each `Value`).
-pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    let mut m = serde_json::Map::with_capacity(N);
-    for (k, v) in entries {
-        m.insert(k.to_owned(), v);
-    }
-    Value::Object(m)
 }
