@@ -22,12 +22,7 @@ fn run(pod: &[(&str, &str)], ns: &[(&str, &str)]) -> Result<ProxyConfig<'static>
     let (pod, ns, labels, spec) = (map(pod), map(ns), BTreeMap::new(), spec());
     effective(
         &Settings::default(),
-        &Layers {
-            pod: &pod,
-            namespace: &ns,
-            spec: &spec,
-            labels: &labels,
-        },
+        &Layers::new(&pod, &ns, &spec, &labels),
         false,
     )
     .map(ProxyConfig::into_owned)
@@ -232,12 +227,7 @@ fn additional_env_merges_by_name_across_layers() {
 #[test]
 fn ingress_sets_ingress_mode() {
     let (pod, ns, labels, spec) = (map(&[]), map(&[]), BTreeMap::new(), spec());
-    let layers = Layers {
-        pod: &pod,
-        namespace: &ns,
-        spec: &spec,
-        labels: &labels,
-    };
+    let layers = Layers::new(&pod, &ns, &spec, &labels);
     assert!(
         effective(&Settings::default(), &layers, true)
             .unwrap()
@@ -254,6 +244,8 @@ fn ingress_sets_ingress_mode() {
 #[case::unrelated_annotations(&[("prometheus.io/scrape", "true")], &[("linkerd.io/inject", "enabled")], false)]
 #[case::namespace_value_not_inherited(&[], &[("config.linkerd.io/debug-image", "dbg")], false)]
 #[case::pod_override(&[("config.linkerd.io/proxy-uid", "7")], &[], true)]
+#[case::config_key_among_others(&[("a", "1"), ("config.linkerd.io/proxy-uid", "7"), ("zz", "2")], &[("b", "3")], true)]
+#[case::keys_beside_the_config_prefix(&[("config", "1"), ("config-x", "2"), ("configuration/x", "3")], &[("config", "4")], false)]
 #[case::inherited_from_namespace(&[], &[("config.linkerd.io/proxy-log-level", "debug")], true)]
 fn settings_are_copied_only_when_written(
     #[case] pod: &[(&str, &str)],
@@ -262,12 +254,7 @@ fn settings_are_copied_only_when_written(
 ) {
     let settings = Settings::default();
     let (pod, ns, labels, spec) = (map(pod), map(ns), BTreeMap::new(), spec());
-    let layers = Layers {
-        pod: &pod,
-        namespace: &ns,
-        spec: &spec,
-        labels: &labels,
-    };
+    let layers = Layers::new(&pod, &ns, &spec, &labels);
     let config = effective(&settings, &layers, false).unwrap();
     assert_eq!(matches!(config.values, std::borrow::Cow::Owned(_)), copied);
     assert_eq!(*config.values == settings, !copied);

@@ -435,12 +435,7 @@ fn injected(
 ) -> Result<Admission, String> {
     let settings = values.required().map_err(|e| e.to_string())?;
     let labels = pod::string_map(t.meta, "labels");
-    let layers = Layers {
-        pod: &t.pod_ann,
-        namespace: &t.ns_ann,
-        spec: t.spec,
-        labels: &labels,
-    };
+    let layers = Layers::new(&t.pod_ann, &t.ns_ann, t.spec, &labels);
     let config = config::effective(settings, &layers, ingress).map_err(|e| e.to_string())?;
     let bundle = trust::trust_anchors(settings, cluster).map_err(|e| e.to_string())?;
     let (owner, resolution) = workload_owner(req, t, settings, cluster);

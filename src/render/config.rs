@@ -44,10 +44,31 @@ pub struct Layers<'a> {
     pub namespace: &'a BTreeMap<String, String>,
     pub spec: &'a Value,
     pub labels: &'a BTreeMap<String, String>,
+    /// Whether either map has a `config.` key: every annotation the render reads is one, and
+    /// most pods and namespaces have none, which spares the sixty-odd lookups.
+    any_config: bool,
 }
 
-impl Layers<'_> {
+impl<'a> Layers<'a> {
+    pub fn new(
+        pod: &'a BTreeMap<String, String>,
+        namespace: &'a BTreeMap<String, String>,
+        spec: &'a Value,
+        labels: &'a BTreeMap<String, String>,
+    ) -> Self {
+        Self {
+            pod,
+            namespace,
+            spec,
+            labels,
+            any_config: has_config_key(pod) || has_config_key(namespace),
+        }
+    }
+
     fn get(&self, key: &str) -> Option<&str> {
+        if !self.any_config && is_config_key(key) {
+            return None;
+        }
         // the namespace's few annotations looked up before the list of inherited keys, which
         // a lookup of each of the sixty-odd keys the render reads would otherwise scan
         let inherited = || {
@@ -57,6 +78,19 @@ impl Layers<'_> {
         };
         self.pod.get(key).or_else(inherited).map(String::as_str)
     }
+}
+
+/// `config.` keys sort together: the first at or after the prefix tells.
+fn has_config_key(map: &BTreeMap<String, String>) -> bool {
+    use std::ops::Bound;
+    map.range::<str, _>((Bound::Included("config."), Bound::Unbounded))
+        .next()
+        .is_some_and(|(k, _)| is_config_key(k))
+}
+
+/// A byte pattern: `starts_with` calls `memcmp` in the module.
+fn is_config_key(key: &str) -> bool {
+    matches!(key.as_bytes(), [b'c', b'o', b'n', b'f', b'i', b'g', b'.', ..])
 }
 
 impl ProxyConfig<'_> {
