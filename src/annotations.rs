@@ -62,7 +62,8 @@ pub const CLOSE_WAIT_TIMEOUT: &str = "config.linkerd.io/close-wait-timeout";
 pub const ADDITIONAL_ENV: &str = "config.linkerd.io/proxy-additional-env";
 
 /// Keys a pod inherits from its namespace (written onto the pod when it lacks them).
-/// Sorted, so the inherited set is written in a stable order.
+/// Sorted (`inherited_keys_are_sorted_and_unique`): a namespace's keys are looked up in it by
+/// binary search.
 pub const INHERITED_FROM_NAMESPACE: &[&str] = &[
     NATIVE_SIDECAR_ALPHA,
     WAIT_BEFORE_EXIT,

@@ -479,11 +479,15 @@ fn workload_owner(
 /// The namespace's configuration the pod does not set itself, Linkerd's markers, and the
 /// opaque-ports default when neither the pod nor its namespace sets one.
 fn added_annotations(t: &Template<'_>, settings: &Settings, cx: &Context<'_>, bundle: &str) -> StringMap {
-    let mut annotations: StringMap = ann::INHERITED_FROM_NAMESPACE
+    // the namespace's few annotations looked up in the forty-odd keys it may pass down (a
+    // sorted list), not each of those in the pod's and the namespace's maps
+    let mut annotations: StringMap = t
+        .ns_ann
         .iter()
-        .filter(|k| !t.pod_ann.contains_key(**k))
-        .filter(|k| cx.config.rendering.version.knows_annotation(k))
-        .filter_map(|k| t.ns_ann.get(*k).map(|v| (k.to_string(), v.clone())))
+        .filter(|(k, _)| ann::INHERITED_FROM_NAMESPACE.binary_search(&k.as_str()).is_ok())
+        .filter(|(k, _)| !t.pod_ann.contains_key(*k))
+        .filter(|(k, _)| cx.config.rendering.version.knows_annotation(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     annotations.insert(ann::CREATED_BY.into(), settings.policy.created_by.to_string());
     annotations.insert(ann::PROXY_VERSION.into(), cx.proxy_version().to_string());
