@@ -3,7 +3,6 @@
 
 use super::security_context::{self, ProxySecurity};
 use super::{Context, env};
-use crate::admission::pod;
 use crate::values::settings::Text;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -182,8 +181,8 @@ pub(super) fn resources(cx: &Context<'_>) -> Option<Value> {
 }
 
 /// A copy of the service-account token mount (name, path, read-only), if the pod has one.
-pub(super) fn sa_mount_copy(spec: &Value) -> Option<CopiedMount> {
-    let m = pod::sa_token_mount(spec)?;
+pub(super) fn sa_mount_copy(cx: &Context<'_>) -> Option<CopiedMount> {
+    let m = cx.sa_token_mount?;
     let copy = |key| m.get(key).cloned();
     Some(CopiedMount {
         mount_path: copy("mountPath"),
@@ -224,7 +223,7 @@ pub fn proxy_container(cx: &Context<'_>) -> ProxyContainer {
     if v.identity.service_account_token_projection {
         mounts.push(mount("/var/run/secrets/tokens", "linkerd-identity-token"));
     }
-    mounts.extend(sa_mount_copy(cx.spec).map(Mount::Copied));
+    mounts.extend(sa_mount_copy(cx).map(Mount::Copied));
     let (restart_policy, startup_probe, lifecycle) = if native {
         let s = &p.startup_probe;
         let startup = p.r#await.then_some(Probe {

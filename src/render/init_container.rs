@@ -28,7 +28,7 @@ pub fn init_container(cx: &Context<'_>) -> InitContainer {
         mount_path: pi.xt_mount_path.mount_path.clone(),
         name: pi.xt_mount_path.name.clone(),
     }];
-    volume_mounts.extend(sa_mount_copy(cx.spec).map(Mount::Copied));
+    volume_mounts.extend(sa_mount_copy(cx).map(Mount::Copied));
     InitContainer {
         args: args(cx),
         command: ["/usr/lib/linkerd/linkerd2-proxy-init"],

@@ -24,12 +24,16 @@ use serde_json::Value;
 /// Everything rendering needs, computed once per pod.
 pub struct Context<'a> {
     pub config: &'a ProxyConfig<'a>,
-    /// The pod spec before injection.
-    pub spec: &'a Value,
     /// The trust bundle as read (untrimmed).
     pub trust_anchors: &'a str,
     /// Value of `LINKERD2_PROXY_INBOUND_PORTS`.
     pub inbound_ports: String,
+    /// The first container's service-account token mount, which the proxy and `linkerd-init`
+    /// both copy (found once).
+    pub sa_token_mount: Option<&'a Value>,
+    /// The first container's `securityContext.capabilities`, which both security contexts
+    /// read (found once).
+    pub first_capabilities: Option<&'a Value>,
 }
 
 impl<'a> Context<'a> {
@@ -39,11 +43,15 @@ impl<'a> Context<'a> {
         } else {
             config.values.proxy.pod_inbound_ports.to_string()
         };
+        let first_capabilities = crate::admission::pod::containers(spec)
+            .first()
+            .and_then(|c| c.get("securityContext")?.get("capabilities"));
         Self {
             config,
-            spec,
             trust_anchors,
             inbound_ports,
+            sa_token_mount: crate::admission::pod::sa_token_mount(spec),
+            first_capabilities,
         }
     }
 

@@ -2,7 +2,6 @@
 //! the answer, fields in the order of their JSON names (the order a JSON map writes them in).
 
 use super::Context;
-use crate::admission::pod;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -62,11 +61,8 @@ const RUNTIME_DEFAULT: Seccomp = Seccomp {
 };
 
 /// `capabilities.add` / `.drop` of the pod's first container, when it sets capabilities.
-fn first_container_caps(spec: &Value) -> Option<Capabilities> {
-    let caps = pod::containers(spec)
-        .first()?
-        .get("securityContext")?
-        .get("capabilities")?;
+fn first_container_caps(cx: &Context<'_>) -> Option<Capabilities> {
+    let caps = cx.first_capabilities?;
     let list = |k: &str| caps.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
     Some(Capabilities {
         add: list("add"),
@@ -81,7 +77,7 @@ pub(super) fn proxy(cx: &Context<'_>) -> ProxySecurity {
     }
     ProxySecurity::Made(MadeProxySecurity {
         allow_privilege_escalation: false,
-        capabilities: first_container_caps(cx.spec),
+        capabilities: first_container_caps(cx),
         read_only_root_filesystem: true,
         run_as_group: (p.gid >= 0).then_some(p.gid),
         run_as_non_root: true,
@@ -97,7 +93,7 @@ pub(super) fn init(cx: &Context<'_>) -> InitSecurity {
         add: vec!["NET_ADMIN".into(), "NET_RAW".into()],
         drop: Vec::new(),
     };
-    if let Some(first) = first_container_caps(cx.spec) {
+    if let Some(first) = first_container_caps(cx) {
         capabilities.add.extend(first.add);
         capabilities.drop = first
             .drop

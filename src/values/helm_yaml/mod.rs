@@ -106,13 +106,22 @@ impl<'a> Entries<'a> {
     /// Adds an entry; `None` for a repeated key, which libyaml refuses. `toYaml` writes keys
     /// sorted, so a key after the last of ascending keys is new without a scan of the others.
     fn push(&mut self, key: &'a str, value: Node<'a>) -> Option<()> {
-        let after_last = self.items.last().is_none_or(|(last, _)| *last < key);
+        let after_last = self.items.last().is_none_or(|(last, _)| before(last, key));
         if !(after_last && self.ascending) && self.items.iter().any(|(k, _)| *k == key) {
             return None;
         }
         self.ascending &= after_last;
         self.items.push((key, value));
         Some(())
+    }
+}
+
+/// `a < b`, the first bytes compared first: sibling keys often differ there, and `str`'s
+/// comparison calls `memcmp`.
+fn before(a: &str, b: &str) -> bool {
+    match a.as_bytes().first().cmp(&b.as_bytes().first()) {
+        std::cmp::Ordering::Equal => a < b,
+        order => order.is_lt(),
     }
 }
 
@@ -639,6 +648,15 @@ fn resolve_plain(text: &str) -> Option<Scalar<'_>> {
 mod tests {
     use super::WORD;
     use crate::word;
+
+    proptest::proptest! {
+        /// [`super::before`] is `<`, for keys that share a first byte or are one another's
+        /// prefix.
+        #[test]
+        fn before_is_less_than(a in "[ab\\x00]{0,10}", b in "[ab\\x00]{0,10}") {
+            proptest::prop_assert_eq!(super::before(&a, &b), a < b);
+        }
+    }
 
     /// `word_len`'s two statements of a word byte agree: the eight-at-once test and the table
     /// its last bytes are looked up in, for every byte at every position, next to word bytes
