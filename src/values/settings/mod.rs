@@ -77,17 +77,26 @@ impl Settings {
                 return Err(SettingsError(vec![FieldError::new("", msg)]));
             }
         }
-        check_shapes(&value)?;
+        // A shape error comes before any other. The layered decode refuses every non-object
+        // where `check_shapes` wants one (`shapes_are_checked_where_the_decode_succeeds`), so
+        // the shapes are checked only when something else fails: a settings document is decoded
+        // on every admission.
         let unknown = known_keys::unknown_keys(&value);
         if !unknown.is_empty() {
+            check_shapes(&value)?;
             return Err(SettingsError(unknown));
         }
         // a document of nulls alone is empty too
         if value.as_object().is_some_and(|m| m.is_empty()) {
             return Ok(Settings::default());
         }
-        let decoded = decode_layered(&[Layer::Json(&value)]);
-        let mut settings = decoded.unwrap_or_else(|| decode_layers([value.clone()]))?;
+        let mut settings = match decode_layered(&[Layer::Json(&value)]) {
+            Some(Ok(settings)) => settings,
+            decoded => {
+                check_shapes(&value)?;
+                decoded.unwrap_or_else(|| decode_layers([value.clone()]))?
+            }
+        };
         settings.overrides = value;
         Ok(settings)
     }
@@ -642,6 +651,28 @@ mod tests {
             }
         }
         assert!(answered > 800 && left > 100, "answered {answered}, left {left}");
+    }
+
+    /// Every key that must hold an object, given any other kind, is refused as check_shapes
+    /// words it: the layered decode never takes such a document where the shapes are checked
+    /// only after it.
+    #[test]
+    fn shapes_are_checked_where_the_decode_succeeds() {
+        use serde_json::json;
+        for path in OBJECT_KEYS {
+            for (bad, kind) in [
+                (json!("x"), "string"),
+                (json!(1), "number"),
+                (json!(true), "boolean"),
+                (json!([]), "array"),
+                (json!([{}]), "array"),
+            ] {
+                let doc = path.rsplit('.').fold(bad, |inner, key| json!({ key: inner }));
+                let expected = format!("settings.{path}: must be an object, got {kind}");
+                let got = Settings::from_value(doc.clone()).map(|_| ()).map_err(|e| e.to_string());
+                assert_eq!(got, Err(expected), "{doc}");
+            }
+        }
     }
 
     /// `from_value` returns the defaults for an empty document without validating them.
