@@ -669,7 +669,9 @@ mod tests {
             ] {
                 let doc = path.rsplit('.').fold(bad, |inner, key| json!({ key: inner }));
                 let expected = format!("settings.{path}: must be an object, got {kind}");
-                let got = Settings::from_value(doc.clone()).map(|_| ()).map_err(|e| e.to_string());
+                let got = Settings::from_value(doc.clone())
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
                 assert_eq!(got, Err(expected), "{doc}");
             }
         }
