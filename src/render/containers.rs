@@ -35,11 +35,6 @@ pub struct ProxyContainer {
 }
 
 impl ProxyContainer {
-    /// The container as a JSON value, the same as its serialisation.
-    pub fn into_value(self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
-    }
-
     /// A container with every field at its zero, for the shell's tests of where it is written.
     #[cfg(test)]
     pub(crate) fn blank() -> Self {

@@ -18,6 +18,7 @@ pub use inbound_ports::inbound_ports;
 pub use init_container::{InitContainer, init_container};
 pub use volumes::{Volume, end_entity_volume, podinfo_volume, token_volume, xtables_volume};
 
+use crate::admission::pod;
 use crate::render::config::ProxyConfig;
 use serde_json::Value;
 
@@ -43,14 +44,14 @@ impl<'a> Context<'a> {
         } else {
             config.values.proxy.pod_inbound_ports.to_string()
         };
-        let first_capabilities = crate::admission::pod::containers(spec)
+        let first_capabilities = pod::containers(spec)
             .first()
             .and_then(|c| c.get("securityContext")?.get("capabilities"));
         Self {
             config,
             trust_anchors,
             inbound_ports,
-            sa_token_mount: crate::admission::pod::sa_token_mount(spec),
+            sa_token_mount: pod::sa_token_mount(spec),
             first_capabilities,
         }
     }
