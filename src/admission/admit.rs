@@ -539,10 +539,9 @@ fn injected_outcome(
     if let Some(note) = rendering_note {
         out.audit_annotations.insert("rendering".into(), note);
     }
-    out.audit_annotations.insert(
-        "owner".into(),
-        format!("{}/{} ({})", owner.kind, owner.name, resolution.describe()),
-    );
+    // concatenated, not formatted: `fmt` costs an injected pod more than the rest of this
+    let described = [&owner.kind, "/", &owner.name, " (", &resolution.describe(), ")"].concat();
+    out.audit_annotations.insert("owner".into(), described);
     out
 }
 

@@ -45,7 +45,7 @@ impl Owner {
     pub fn label(&self) -> Option<(String, String)> {
         LABELLED_KINDS
             .contains(&self.kind.as_str())
-            .then(|| (format!("linkerd.io/proxy-{}", self.kind), self.name.clone()))
+            .then(|| (["linkerd.io/proxy-", &self.kind].concat(), self.name.clone()))
     }
 }
 

@@ -218,10 +218,8 @@ impl<'s, 'c> Values<'s, 'c> {
 }
 
 fn config_map_name(settings: &Settings) -> String {
-    format!(
-        "{}/{}",
-        settings.policy.control_plane_namespace, settings.policy.linkerd_config_map
-    )
+    let policy = &settings.policy;
+    [&policy.control_plane_namespace, "/", &policy.linkerd_config_map].concat()
 }
 
 fn config_map_lookup(settings: &Settings) -> Lookup {

@@ -90,11 +90,11 @@ impl Settings {
         if value.as_object().is_some_and(|m| m.is_empty()) {
             return Ok(Settings::default());
         }
-        let mut settings = match decode_layered(&[Layer::Json(&value)]) {
+        let mut settings = match decode_layered(&[Layer::Json(&value)], None) {
             Some(Ok(settings)) => settings,
             decoded => {
                 check_shapes(&value)?;
-                decoded.unwrap_or_else(|| decode_layers([value.clone()]))?
+                decoded.unwrap_or_else(|| decode_layers([value.clone()], None))?
             }
         };
         settings.overrides = value;
@@ -105,6 +105,8 @@ impl Settings {
     /// policy's settings document, merged key by key as Helm does. `values` may not set the
     /// policy's own block, and its `identityTrustAnchorsPEM` is dropped: like Linkerd's injector,
     /// the policy takes the trust bundle from the trust-roots ConfigMap or from its settings.
+    /// `self` is settings that passed validation (as [`Settings::from_value`] and `Default` give
+    /// them): a text value the merge kept from them is not checked again.
     pub fn over_values(&self, mut values: Value) -> Result<Self, SettingsError> {
         let Value::Object(map) = &mut values else {
             let msg = format!("must be a mapping, got {}", scalar::kind_of(&values));
@@ -115,7 +117,7 @@ impl Settings {
         }
         strip_nulls(&mut values);
         check_shapes(&values)?;
-        let mut settings = decode_layers([values, self.overrides.clone()])?;
+        let mut settings = decode_layers([values, self.overrides.clone()], Some(self))?;
         // The policy block is this policy's alone, never the cluster's: keep it as decoded.
         settings.policy = self.policy.clone();
         settings.overrides = self.overrides.clone();
@@ -138,7 +140,7 @@ impl Settings {
         if self.overrides.is_object() {
             layers.push(Layer::Json(&self.overrides));
         }
-        let decoded = decode_layered(&layers)?.map(|mut settings| {
+        let decoded = decode_layered(&layers, Some(self))?.map(|mut settings| {
             // The policy block is this policy's alone, never the cluster's (as in `over_values`).
             settings.policy = self.policy.clone();
             settings.overrides = self.overrides.clone();
@@ -221,7 +223,10 @@ fn check_shapes(value: &Value) -> Result<(), SettingsError> {
 /// document cost more than the rest of the decode in a fresh instance. Any error is explained
 /// by [`decode_over_defaults`], which gives the same settings (`decode_layers_as_over_the_defaults`
 /// below checks every partial block).
-fn decode_layers<const N: usize>(layers: [Value; N]) -> Result<Settings, SettingsError> {
+fn decode_layers<const N: usize>(
+    layers: [Value; N],
+    before: Option<&Settings>,
+) -> Result<Settings, SettingsError> {
     // Merging layers before the defaults differs from Helm's order only where a layer sets a
     // non-object at or above a partial block: rare, so it takes the reference path.
     let non_object_at_partial = PARTIAL_DEFAULTS.iter().any(|(path, ..)| {
@@ -254,17 +259,21 @@ fn decode_layers<const N: usize>(layers: [Value; N]) -> Result<Settings, Setting
     let Ok(settings) = Settings::deserialize(&merged) else {
         return decode_over_defaults([merged]);
     };
-    finish(settings, native_sidecar_set)
+    finish(settings, native_sidecar_set, before)
 }
 
 /// Decoded settings completed and validated: `proxy.nativeSidecar` defaults by the Linkerd
 /// version rendered unless a layer set it.
-fn finish(mut settings: Settings, native_sidecar_set: bool) -> Result<Settings, SettingsError> {
+fn finish(
+    mut settings: Settings,
+    native_sidecar_set: bool,
+    before: Option<&Settings>,
+) -> Result<Settings, SettingsError> {
     if !native_sidecar_set {
         settings.proxy.native_sidecar =
             policy::native_sidecar_default(&settings.linkerd_version, settings.policy.render_version);
     }
-    let errors = validate::validate(&settings);
+    let errors = validate::validate(&settings, before);
     if errors.is_empty() {
         Ok(settings)
     } else {
@@ -274,7 +283,10 @@ fn finish(mut settings: Settings, native_sidecar_set: bool) -> Result<Settings, 
 
 /// [`decode_layers`] over layers read in place ([`layered`]), with the same answer where it
 /// answers; `None` leaves the decode to `decode_layers`, which names the key of an error.
-fn decode_layered(layers: &[Layer<'_>]) -> Option<Result<Settings, SettingsError>> {
+fn decode_layered(
+    layers: &[Layer<'_>],
+    before: Option<&Settings>,
+) -> Option<Result<Settings, SettingsError>> {
     // a block some layer sets in full takes nothing from its default, which is not built
     let partials: Vec<_> = PARTIAL_DEFAULTS
         .iter()
@@ -287,7 +299,7 @@ fn decode_layered(layers: &[Layer<'_>]) -> Option<Result<Settings, SettingsError
     let root = Layered::root(layers, &partials).ok()?;
     let settings = Settings::deserialize(root).ok()?;
     let native_sidecar_set = layers.iter().any(|l| l.at(&["proxy", "nativeSidecar"]).is_some());
-    Some(finish(settings, native_sidecar_set))
+    Some(finish(settings, native_sidecar_set, before))
 }
 
 /// Blocks whose chart default is not their type's `Default` (a parent sets it), or that are
@@ -395,7 +407,7 @@ fn decode_over_defaults<const N: usize>(layers: [Value; N]) -> Result<Settings, 
             SettingsError(vec![FieldError::new(path, e.into_inner().to_string())])
         })?,
     };
-    let errors = validate::validate(&settings);
+    let errors = validate::validate(&settings, None);
     if errors.is_empty() {
         Ok(settings)
     } else {
@@ -529,22 +541,22 @@ mod tests {
             strip_nulls(&mut layer);
             let pairs = [[layer.clone(), other.clone()], [other.clone(), layer.clone()]];
             assert_eq!(
-                decode_layers([layer.clone()]),
+                decode_layers([layer.clone()], None),
                 decode_over_defaults([layer.clone()]),
                 "{layer}"
             );
             // the settings document decoded in place: the same answer, or left to the merge
             // only where it finds an error to name
-            match decode_layered(&[Layer::Json(&layer)]) {
+            match decode_layered(&[Layer::Json(&layer)], None) {
                 Some(in_place) => {
-                    assert_eq!(in_place, decode_layers([layer.clone()]), "{layer}");
+                    assert_eq!(in_place, decode_layers([layer.clone()], None), "{layer}");
                     in_place_answered += 1;
                 }
-                None => assert!(decode_layers([layer.clone()]).is_err(), "{layer}"),
+                None => assert!(decode_layers([layer.clone()], None).is_err(), "{layer}"),
             }
             for pair in pairs {
                 assert_eq!(
-                    decode_layers(pair.clone()),
+                    decode_layers(pair.clone(), None),
                     decode_over_defaults(pair.clone()),
                     "{pair:?}"
                 );
@@ -576,12 +588,12 @@ mod tests {
                     let mut settings: Value = serde_yaml_ng::from_str(&text).unwrap();
                     strip_nulls(&mut settings);
                     assert_eq!(
-                        decode_layered(&[Layer::Json(&settings)]),
-                        Some(decode_layers([settings.clone()])),
+                        decode_layered(&[Layer::Json(&settings)], None),
+                        Some(decode_layers([settings.clone()], None)),
                         "{doc}"
                     );
                     let pair = [values.clone(), settings];
-                    let fast = decode_layers(pair.clone()).unwrap();
+                    let fast = decode_layers(pair.clone(), None).unwrap();
                     assert_eq!(fast, decode_over_defaults(pair).unwrap(), "{tag} {golden} {doc}");
                 }
             }
@@ -680,7 +692,7 @@ mod tests {
     /// `from_value` returns the defaults for an empty document without validating them.
     #[test]
     fn defaults_pass_validation() {
-        assert_eq!(validate::validate(&Settings::default()), vec![]);
+        assert_eq!(validate::validate(&Settings::default(), None), vec![]);
         assert_eq!(
             Settings::from_value(Value::Object(Default::default())).unwrap(),
             Settings::default()

@@ -15,8 +15,26 @@ pub const INBOUND_POLICIES: &[&str] = &[
     "audit",
 ];
 
-pub fn validate(s: &Settings) -> Vec<FieldError> {
+/// Each listed text field's check, unless its value passed already.
+macro_rules! check_fresh {
+    ($passed:ident, $v:ident.$check:ident: $($path:literal => $($field:ident).+),+ $(,)?) => {
+        $(
+            if let Some(val) = $passed.fresh(|s| &*s.$($field).+) {
+                $v.$check($path, val);
+            }
+        )+
+    };
+}
+
+/// The failures of `s`. `before`: settings that passed validation already, whose values need
+/// not be checked again where `s` holds the same ones (the settings document under the cluster's
+/// values).
+pub fn validate(s: &Settings, before: Option<&Settings>) -> Vec<FieldError> {
     let mut v = Checker(Vec::new());
+    let passed = Passed {
+        now: s,
+        before: [Some(chart_defaults()), before],
+    };
     let p = &s.proxy;
 
     v.dns_label("policy.controlPlaneNamespace", &s.policy.control_plane_namespace);
@@ -65,7 +83,9 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     }
     v.non_empty("linkerdVersion", &s.linkerd_version);
     v.non_empty("clusterDomain", &s.cluster_domain);
-    v.cidrs("clusterNetworks", &s.cluster_networks, false);
+    if let Some(networks) = passed.fresh(|s| &s.cluster_networks) {
+        v.cidrs("clusterNetworks", networks, false);
+    }
     v.one_of("imagePullPolicy", &s.image_pull_policy, PULL_POLICIES);
 
     v.non_empty("proxy.image.name", &p.image.name);
@@ -94,39 +114,25 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
         &p.default_inbound_policy,
         INBOUND_POLICIES,
     );
-    for (key, val) in [
-        ("proxy.outboundConnectTimeout", &p.outbound_connect_timeout),
-        ("proxy.inboundConnectTimeout", &p.inbound_connect_timeout),
-        (
-            "proxy.outboundDiscoveryCacheUnusedTimeout",
-            &p.outbound_discovery_cache_unused_timeout,
-        ),
-        (
-            "proxy.inboundDiscoveryCacheUnusedTimeout",
-            &p.inbound_discovery_cache_unused_timeout,
-        ),
-        ("proxy.shutdownGracePeriod", &p.shutdown_grace_period),
-        (
-            "proxy.control.streams.initialTimeout",
-            &p.control.streams.initial_timeout,
-        ),
-        (
-            "proxy.control.streams.idleTimeout",
-            &p.control.streams.idle_timeout,
-        ),
-        ("proxy.control.streams.lifetime", &p.control.streams.lifetime),
-        ("networkValidator.timeout", &s.network_validator.timeout),
-    ] {
-        v.duration(key, val);
-    }
-    for (res, pair) in [
-        ("cpu", &p.resources.cpu),
-        ("memory", &p.resources.memory),
-        ("ephemeral-storage", &p.resources.ephemeral_storage),
-    ] {
-        v.quantity(format_args!("proxy.resources.{res}.request"), &pair.request);
-        v.quantity(format_args!("proxy.resources.{res}.limit"), &pair.limit);
-    }
+    check_fresh!(passed, v.duration:
+        "proxy.outboundConnectTimeout" => proxy.outbound_connect_timeout,
+        "proxy.inboundConnectTimeout" => proxy.inbound_connect_timeout,
+        "proxy.outboundDiscoveryCacheUnusedTimeout" => proxy.outbound_discovery_cache_unused_timeout,
+        "proxy.inboundDiscoveryCacheUnusedTimeout" => proxy.inbound_discovery_cache_unused_timeout,
+        "proxy.shutdownGracePeriod" => proxy.shutdown_grace_period,
+        "proxy.control.streams.initialTimeout" => proxy.control.streams.initial_timeout,
+        "proxy.control.streams.idleTimeout" => proxy.control.streams.idle_timeout,
+        "proxy.control.streams.lifetime" => proxy.control.streams.lifetime,
+        "networkValidator.timeout" => network_validator.timeout,
+    );
+    check_fresh!(passed, v.quantity:
+        "proxy.resources.cpu.request" => proxy.resources.cpu.request,
+        "proxy.resources.cpu.limit" => proxy.resources.cpu.limit,
+        "proxy.resources.memory.request" => proxy.resources.memory.request,
+        "proxy.resources.memory.limit" => proxy.resources.memory.limit,
+        "proxy.resources.ephemeral-storage.request" => proxy.resources.ephemeral_storage.request,
+        "proxy.resources.ephemeral-storage.limit" => proxy.resources.ephemeral_storage.limit,
+    );
     if let Some(cores) = p.cores {
         v.at_least("proxy.cores", cores, 0);
     }
@@ -156,12 +162,13 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     );
     v.given_object("proxy.inbound", p.inbound.given());
     v.given_object("proxy.outbound", p.outbound.given());
-    v.opaque_ports("proxy.opaquePorts", &p.opaque_ports);
-    v.port_list(
-        "proxy.requireIdentityOnInboundPorts",
-        &p.require_identity_on_inbound_ports,
+    check_fresh!(passed, v.opaque_ports: "proxy.opaquePorts" => proxy.opaque_ports);
+    check_fresh!(passed, v.port_list:
+        "proxy.requireIdentityOnInboundPorts" => proxy.require_identity_on_inbound_ports,
+        "proxy.podInboundPorts" => proxy.pod_inbound_ports,
+        "proxyInit.ignoreInboundPorts" => proxy_init.ignore_inbound_ports,
+        "proxyInit.ignoreOutboundPorts" => proxy_init.ignore_outbound_ports,
     );
-    v.port_list("proxy.podInboundPorts", &p.pod_inbound_ports);
     for (key, list) in [
         ("proxy.additionalEnv", &p.additional_env),
         ("proxy.experimentalEnv", &p.experimental_env),
@@ -213,9 +220,9 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
         &pi.iptables_mode,
         &["", "nft", "legacy"],
     );
-    v.port_list("proxyInit.ignoreInboundPorts", &pi.ignore_inbound_ports);
-    v.port_list("proxyInit.ignoreOutboundPorts", &pi.ignore_outbound_ports);
-    v.cidrs("proxyInit.skipSubnets", &pi.skip_subnets, true);
+    if let Some(subnets) = passed.fresh(|s| &s.proxy_init.skip_subnets) {
+        v.cidrs("proxyInit.skipSubnets", subnets, true);
+    }
     v.at_least("proxyInit.closeWaitTimeoutSecs", pi.close_wait_timeout_secs, 0);
     if pi.close_wait_timeout_secs > 0 && !pi.run_as_root {
         v.fail(
@@ -228,6 +235,31 @@ pub fn validate(s: &Settings) -> Vec<FieldError> {
     v.non_empty("proxyInit.xtMountPath.name", &pi.xt_mount_path.name);
     v.non_empty("proxyInit.xtMountPath.mountPath", &pi.xt_mount_path.mount_path);
     v.0
+}
+
+/// The chart's defaults, which pass validation (`defaults_pass_validation`).
+fn chart_defaults() -> &'static Settings {
+    static DEFAULTS: std::sync::OnceLock<Settings> = std::sync::OnceLock::new();
+    DEFAULTS.get_or_init(Settings::default)
+}
+
+/// Settings validated already. The text checks (durations, quantities, CIDRs, port lists) each
+/// depend on one value alone, so a value that passed once passes again: a values document and
+/// a settings document are mostly the chart's defaults, and validation runs on every admission.
+struct Passed<'a> {
+    now: &'a Settings,
+    before: [Option<&'a Settings>; 2],
+}
+
+impl<'a> Passed<'a> {
+    /// The field's value in the settings being validated, unless it is one that passed. The
+    /// field is read by a closure, not a function pointer: in a fresh instance each indirect
+    /// call's first use costs a table fill.
+    fn fresh(&self, get: impl Fn(&'a Settings) -> &'a str) -> Option<&'a str> {
+        let now = get(self.now);
+        let passed = self.before.iter().flatten().any(|b| get(b) == now);
+        (!passed).then_some(now)
+    }
 }
 
 /// The checks; a key path is any `Display` (a `format_args!` for an indexed key), written
@@ -389,4 +421,86 @@ fn invalid_opaque_ports(val: &str) -> impl Iterator<Item = &str> {
 /// Whether `proxy.opaquePorts` would pass validation.
 pub fn opaque_ports_are_valid(val: &str) -> bool {
     invalid_opaque_ports(val).next().is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    type TextField = fn(&mut Settings) -> &mut super::super::Text;
+
+    /// Every field `Passed` may spare, each with a valid value other than its default and an
+    /// invalid one.
+    const TEXTS: [(TextField, &str, &str); 22] = [
+        (|s| &mut s.proxy.outbound_connect_timeout, "2s", "2x"),
+        (|s| &mut s.proxy.inbound_connect_timeout, "2s", "s"),
+        (
+            |s| &mut s.proxy.outbound_discovery_cache_unused_timeout,
+            "1m",
+            "1",
+        ),
+        (
+            |s| &mut s.proxy.inbound_discovery_cache_unused_timeout,
+            "1h",
+            "h1",
+        ),
+        (|s| &mut s.proxy.shutdown_grace_period, "10s", "-"),
+        (|s| &mut s.proxy.control.streams.initial_timeout, "4s", "4"),
+        (|s| &mut s.proxy.control.streams.idle_timeout, "6m", "6q"),
+        (|s| &mut s.proxy.control.streams.lifetime, "2h", "two"),
+        (|s| &mut s.network_validator.timeout, "5s", "5 s"),
+        (|s| &mut s.proxy.resources.cpu.request, "200m", "2c"),
+        (|s| &mut s.proxy.resources.cpu.limit, "1", "1.2.3"),
+        (|s| &mut s.proxy.resources.memory.request, "20Mi", "20MiB"),
+        (|s| &mut s.proxy.resources.memory.limit, "1Gi", "1GB"),
+        (|s| &mut s.proxy.resources.ephemeral_storage.request, "1Mi", "x"),
+        (|s| &mut s.proxy.resources.ephemeral_storage.limit, "2Gi", "--"),
+        (|s| &mut s.proxy.require_identity_on_inbound_ports, "25", "70000"),
+        (|s| &mut s.proxy.pod_inbound_ports, "80,443", "a"),
+        (|s| &mut s.proxy_init.ignore_inbound_ports, "4000-4100", "5-"),
+        (|s| &mut s.proxy_init.ignore_outbound_ports, "25", "0-"),
+        (|s| &mut s.cluster_networks, "10.0.0.0/8", "10.0.0.0/33"),
+        (|s| &mut s.proxy_init.skip_subnets, "fd00::/8", "fd00::/129"),
+        (|s| &mut s.proxy.opaque_ports, "http,25", "99999"),
+    ];
+
+    /// Settings with each field at its default (0), its valid alternative (1) or its invalid
+    /// value (2).
+    fn with(choices: &[u8]) -> Settings {
+        let mut s = Settings::default();
+        for ((field, valid, invalid), choice) in TEXTS.iter().zip(choices) {
+            match choice {
+                1 => *field(&mut s) = valid.to_string().into(),
+                2 => *field(&mut s) = invalid.to_string().into(),
+                _ => {}
+            }
+        }
+        s
+    }
+
+    #[test]
+    fn every_invalid_value_is_refused() {
+        for i in 0..TEXTS.len() {
+            let mut choices = [0; TEXTS.len()];
+            choices[i] = 2;
+            assert_eq!(validate(&with(&choices), None).len(), 1, "field {i}");
+            choices[i] = 1;
+            assert_eq!(validate(&with(&choices), None), vec![], "field {i}");
+        }
+    }
+
+    proptest! {
+        /// Sparing the values that passed before gives the same failures as checking them all.
+        #[test]
+        fn sparing_what_passed_changes_no_answer(
+            now in proptest::collection::vec(0u8..3, TEXTS.len()),
+            before in proptest::collection::vec(0u8..2, TEXTS.len()),
+        ) {
+            let before = with(&before);
+            prop_assert_eq!(validate(&before, None), vec![]);
+            let now = with(&now);
+            prop_assert_eq!(validate(&now, Some(&before)), validate(&now, None));
+        }
+    }
 }
