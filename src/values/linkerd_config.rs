@@ -256,7 +256,7 @@ fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesErr
 fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, ValuesError> {
     use crate::values::helm_yaml::{libyaml_keeping, read_keeping};
     // each reader reads the document once: the subset reader's tree serves both paths
-    let values = match read_keeping(text, &Settings::reads_from_values) {
+    let values = match read_keeping(text, Settings::reads_from_values) {
         Some(node) => match settings.over_node(&node) {
             Some(decoded) => return decoded.map_err(|source| ValuesError::Invalid { at, source }),
             None => node.into_value(),

@@ -48,17 +48,17 @@ pub fn libyaml_keeping(text: &str, keep: impl Fn(&str) -> bool) -> Result<Value,
 /// The subset reader alone: `None` when the document is outside the subset (or not YAML).
 /// Public so the tests can tell which reader answered.
 pub fn fast(text: &str) -> Option<Value> {
-    fast_keeping(text, &|_| true)
+    fast_keeping(text, |_: &str| true)
 }
 
 /// The subset reader, building only the top-level keys `keep` accepts.
-pub fn fast_keeping(text: &str, keep: &dyn Fn(&str) -> bool) -> Option<Value> {
+pub fn fast_keeping(text: &str, keep: impl Fn(&str) -> bool) -> Option<Value> {
     read_keeping(text, keep).map(Node::into_value)
 }
 
 /// [`fast_keeping`] as the reader's own tree, borrowing from `text`: what the settings decode
 /// reads the control plane's values from.
-pub fn read_keeping<'a>(text: &'a str, keep: &dyn Fn(&str) -> bool) -> Option<Node<'a>> {
+pub fn read_keeping<'a>(text: &'a str, keep: impl Fn(&str) -> bool) -> Option<Node<'a>> {
     read_top_level(Reader::new(text)?, keep)
 }
 
@@ -69,10 +69,10 @@ pub fn fast_along<'a>(text: &'a str, path: &'a [&'a str]) -> Option<Value> {
     let mut reader = Reader::new(text)?;
     reader.path = Some(path);
     // `entry` builds only the keys along the path, the top-level one included
-    read_top_level(reader, &|_| true).map(Node::into_value)
+    read_top_level(reader, |_: &str| true).map(Node::into_value)
 }
 
-fn read_top_level<'a>(mut reader: Reader<'a>, keep: &dyn Fn(&str) -> bool) -> Option<Node<'a>> {
+fn read_top_level<'a>(mut reader: Reader<'a>, keep: impl Fn(&str) -> bool) -> Option<Node<'a>> {
     let mut map = Entries::default();
     reader.peek()?;
     while let Some((indent, line)) = reader.peek() {

@@ -432,7 +432,7 @@ mod tests {
     use serde_json::json;
 
     fn decode(yaml: &str, json: &Value, partials: &Partials) -> Result<Value, Error> {
-        let node = read_keeping(yaml, &|_| true).unwrap();
+        let node = read_keeping(yaml, |_: &str| true).unwrap();
         let layers = [Layer::Yaml(&node), Layer::Json(json)];
         Value::deserialize(Layered::root(&layers, partials)?)
     }

@@ -639,7 +639,7 @@ mod tests {
                     };
                     let text = serde_yaml_ng::to_string(values).unwrap();
                     let Some(node) =
-                        crate::values::helm_yaml::read_keeping(&text, &Settings::reads_from_values)
+                        crate::values::helm_yaml::read_keeping(&text, Settings::reads_from_values)
                     else {
                         continue;
                     };
