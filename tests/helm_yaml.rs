@@ -59,7 +59,7 @@ fn agrees_keeping(text: &str) -> Result<bool, String> {
         ));
     }
     match (
-        helm_yaml::fast_keeping(text, &keep).map(|v| v.to_string()),
+        helm_yaml::fast_keeping(text, keep).map(|v| v.to_string()),
         expected,
     ) {
         (None, _) => Ok(false),
@@ -186,7 +186,7 @@ fn linkerd_config_values_take_the_fast_reader(#[case] tag: &str, #[case] golden:
     let every = helm_yaml::from_str_keeping(&text, Settings::reads_top_level_key).unwrap();
     assert!(every.get("identityTrustAnchorsPEM").is_some());
     // The decode straight from the reader's tree answers, and as the `Value` path does.
-    let node = helm_yaml::read_keeping(&text, &Settings::reads_from_values).unwrap();
+    let node = helm_yaml::read_keeping(&text, Settings::reads_from_values).unwrap();
     for doc in ["defaults", "ha", "cni", "hardened"] {
         let settings = shipped_settings(doc);
         assert_eq!(
