@@ -28,12 +28,17 @@ macro_rules! check_fresh {
 
 /// The failures of `s`. `before`: settings that passed validation already, whose values need
 /// not be checked again where `s` holds the same ones (the settings document under the cluster's
-/// values).
+/// values); nor need the chart defaults' values.
 pub fn validate(s: &Settings, before: Option<&Settings>) -> Vec<FieldError> {
+    checked(s, [Some(chart_defaults()), before])
+}
+
+/// [`validate`], sparing the text values of the settings in `passed`.
+pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<FieldError> {
     let mut v = Checker(Vec::new());
     let passed = Passed {
         now: s,
-        before: [Some(chart_defaults()), before],
+        before: passed,
     };
     let p = &s.proxy;
 
@@ -484,23 +489,24 @@ mod tests {
         for i in 0..TEXTS.len() {
             let mut choices = [0; TEXTS.len()];
             choices[i] = 2;
-            assert_eq!(validate(&with(&choices), None).len(), 1, "field {i}");
+            assert_eq!(checked(&with(&choices), [None, None]).len(), 1, "field {i}");
             choices[i] = 1;
-            assert_eq!(validate(&with(&choices), None), vec![], "field {i}");
+            assert_eq!(checked(&with(&choices), [None, None]), vec![], "field {i}");
         }
     }
 
     proptest! {
-        /// Sparing the values that passed before gives the same failures as checking them all.
+        /// Sparing the values that passed before, and the defaults', gives the same failures as
+        /// checking them all.
         #[test]
         fn sparing_what_passed_changes_no_answer(
             now in proptest::collection::vec(0u8..3, TEXTS.len()),
             before in proptest::collection::vec(0u8..2, TEXTS.len()),
         ) {
             let before = with(&before);
-            prop_assert_eq!(validate(&before, None), vec![]);
+            prop_assert_eq!(checked(&before, [None, None]), vec![]);
             let now = with(&now);
-            prop_assert_eq!(validate(&now, Some(&before)), validate(&now, None));
+            prop_assert_eq!(validate(&now, Some(&before)), checked(&now, [None, None]));
         }
     }
 }
