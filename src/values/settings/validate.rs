@@ -30,7 +30,10 @@ macro_rules! check_fresh {
 /// not be checked again where `s` holds the same ones (the settings document under the cluster's
 /// values); nor need the chart defaults' values.
 pub fn validate(s: &Settings, before: Option<&Settings>) -> Vec<FieldError> {
-    checked(s, [Some(chart_defaults()), before])
+    // built per call, not kept in a static: an instance that serves many admissions (kwctl
+    // bench) frees each one's memory, and a block kept from inside one would hold it up
+    let chart_defaults = Settings::default();
+    checked(s, [Some(&chart_defaults), before])
 }
 
 /// [`validate`], sparing the text values of the settings in `passed`.
@@ -240,12 +243,6 @@ pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<Field
     v.non_empty("proxyInit.xtMountPath.name", &pi.xt_mount_path.name);
     v.non_empty("proxyInit.xtMountPath.mountPath", &pi.xt_mount_path.mount_path);
     v.0
-}
-
-/// The chart's defaults, which pass validation (`defaults_pass_validation`).
-fn chart_defaults() -> &'static Settings {
-    static DEFAULTS: std::sync::OnceLock<Settings> = std::sync::OnceLock::new();
-    DEFAULTS.get_or_init(Settings::default)
 }
 
 /// Settings validated already. The text checks (durations, quantities, CIDRs, port lists) each
