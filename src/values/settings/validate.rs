@@ -174,8 +174,6 @@ pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<Field
     check_fresh!(passed, v.port_list:
         "proxy.requireIdentityOnInboundPorts" => proxy.require_identity_on_inbound_ports,
         "proxy.podInboundPorts" => proxy.pod_inbound_ports,
-        "proxyInit.ignoreInboundPorts" => proxy_init.ignore_inbound_ports,
-        "proxyInit.ignoreOutboundPorts" => proxy_init.ignore_outbound_ports,
     );
     for (key, list) in [
         ("proxy.additionalEnv", &p.additional_env),
@@ -227,6 +225,10 @@ pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<Field
         "proxyInit.iptablesMode",
         &pi.iptables_mode,
         &["", "nft", "legacy"],
+    );
+    check_fresh!(passed, v.port_list:
+        "proxyInit.ignoreInboundPorts" => proxy_init.ignore_inbound_ports,
+        "proxyInit.ignoreOutboundPorts" => proxy_init.ignore_outbound_ports,
     );
     if let Some(subnets) = passed.fresh(|s| &s.proxy_init.skip_subnets) {
         v.cidrs("proxyInit.skipSubnets", subnets, true);
@@ -490,6 +492,24 @@ mod tests {
             choices[i] = 1;
             assert_eq!(checked(&with(&choices), [None, None]), vec![], "field {i}");
         }
+    }
+
+    /// Sparing moved no check: failures come in the order of the keys checked, as before.
+    #[test]
+    fn failures_keep_their_order() {
+        let mut s = with(&[0; TEXTS.len()]);
+        s.proxy.additional_env = vec![Value::Null];
+        s.proxy_init.iptables_mode = "x".into();
+        s.proxy_init.ignore_inbound_ports = "5-".into();
+        let paths: Vec<_> = validate(&s, None).into_iter().map(|e| e.path).collect();
+        assert_eq!(
+            paths,
+            [
+                "proxy.additionalEnv[0]",
+                "proxyInit.iptablesMode",
+                "proxyInit.ignoreInboundPorts"
+            ]
+        );
     }
 
     proptest! {
