@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench-kubewarden`: this policy in Kubewarden's policy-server, next to the trivial policy,
-# the trivial policy with the injected pod's host calls (the ceiling) and the floor, against a
-# loopback fake API server; then `kwctl bench` on the same modules. Writes RESULTS.md next to
+# the trivial policy with the injected pod's host calls (the ceiling), the bound (those host calls
+# and ours' answer, no work) and the floor, against a loopback fake API server; then `kwctl bench` on the same modules. Writes RESULTS.md next to
 # this file. See README.md there.
 #
 # KWCTL, POLICY_SERVER  paths (or command names) of the two binaries; without them: one line, exit 0
@@ -66,6 +66,21 @@ prepare_modules() {
   annotate trivial "$ROOT/target/wasm32-wasip1/release/trivial_policy.wasm" \
     "$ROOT/benches/trivial-policy/metadata.yml"
   annotate floor "$ROOT/target/wasm32-wasip1/release/floor_policy.wasm" "$HERE/floor-metadata.yml"
+  annotate bound "$ROOT/target/wasm32-wasip1/release/bound_policy.wasm" \
+    "$ROOT/benches/trivial-policy/metadata.yml"
+}
+
+# The bound's settings: ours' answer to the typical pod (kwctl run, against a fake API of its
+# own, so that the counts below are policy-server's alone) as the answer it gives.
+bound_settings() {
+  start_fake_api 0
+  KUBECONFIG=$WORK/kubeconfig "$KWCTL" run --allow-context-aware --request-path "$REQUESTS/typical.json" \
+    --settings-path "$WORK/settings/empty.yaml" "$WORK/ours.wasm" >"$WORK/bound-answer.json" \
+    2>"$WORK/bound-answer.log" || fail "kwctl run of ours for the bound failed" "$WORK/bound-answer.log"
+  stop "$API_PID"
+  API_PID=''
+  python3 "$HERE/harness.py" bound-settings "$WORK/bound-answer.json" "$REQUESTS/typical.json" \
+    "$WORK/settings/bound.yaml"
 }
 
 # POLICIES: "id module settings-file"; MEASURED: the ids of the rounds; SKIPPED_BY and
@@ -77,6 +92,7 @@ prepare_policies() {
   echo '{}' >"$WORK/settings/empty.yaml"
   echo 'lookup: true' >"$WORK/settings/get.yaml"
   printf 'lookup: true\nlistConfigMaps: linkerd\n' >"$WORK/settings/ceiling.yaml"
+  bound_settings
   POLICIES=() MEASURED=() SKIPPED_BY=() SERVICE_BY=()
   for who in ours ${OLD_POLICY:+old}; do
     POLICIES+=("$who $who $WORK/settings/empty.yaml")
@@ -89,8 +105,9 @@ prepare_policies() {
     done
   done
   POLICIES+=("trivial trivial $WORK/settings/empty.yaml" "trivial-get trivial $WORK/settings/get.yaml"
-    "ceiling trivial $WORK/settings/ceiling.yaml" "floor floor $WORK/settings/empty.yaml")
-  MEASURED+=(trivial trivial-get ceiling floor)
+    "ceiling trivial $WORK/settings/ceiling.yaml" "bound bound $WORK/settings/bound.yaml"
+    "floor floor $WORK/settings/empty.yaml")
+  MEASURED+=(trivial trivial-get ceiling bound floor)
   echo "${MEASURED[@]}" >"$WORK/measured.txt"
   SKIPPED_BY+=(trivial-get floor) SERVICE_BY+=(floor)
   local entries=() id module settings
@@ -190,6 +207,8 @@ check_answers() {
     id=${p%% *}
     for scenario in typical skipped service; do
       [[ $scenario != service || $id != trivial* && $id != ceiling ]] || continue
+      # the bound answers with the typical pod's mutation whatever it is asked
+      [[ $scenario == typical || $id != bound ]] || continue
       post "$id" "$scenario" "$WORK/answers/$id.$scenario.json" >/dev/null
     done
   done

@@ -8,6 +8,11 @@
 //! ConfigMaps, mask `data`), tokenises their answers (`serde::de::IgnoredAny`) and accepts without
 //! a mutation. It reads no values document and renders nothing, so the injector can only cost
 //! more (benches/notes.md, "the bound").
+//!
+//! With `{"answer": <a validation response>}` it answers that response, copied as it came, in
+//! place of the plain accept: given the injector's own answer to a request, it is the cheapest
+//! policy that makes the injector's host calls and gives the injector's answer, the bound of
+//! `make bench-kubewarden` (the settings travel in every payload, so it also skims them).
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
@@ -16,14 +21,26 @@ use kubewarden_policy_sdk::settings::Validatable;
 use kubewarden_policy_sdk::wapc_guest::{CallResult, host_call};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 
-/// `{"listConfigMaps": namespace}`, default none.
+/// `{"listConfigMaps": namespace, "answer": response}`, default none.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct Settings {
     /// List the ConfigMaps of this namespace after the Namespace lookup.
     pub list_config_maps: Option<String>,
+    /// The validation response to answer with, in place of the plain accept.
+    pub answer: Option<Box<RawValue>>,
+}
+
+/// The settings as `validate` reads them: the answer borrowed from the payload, not copied.
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Given<'a> {
+    list_config_maps: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    answer: Option<&'a RawValue>,
 }
 
 impl Validatable for Settings {
@@ -37,8 +54,8 @@ impl Validatable for Settings {
 struct Envelope<'a> {
     #[serde(borrow)]
     request: Namespaced<'a>,
-    #[serde(default)]
-    settings: Settings,
+    #[serde(borrow, default)]
+    settings: Given<'a>,
 }
 
 #[derive(Deserialize)]
@@ -61,7 +78,8 @@ pub extern "C" fn wapc_init() {
     guest::register_function("protocol_version", kubewarden_policy_sdk::protocol_version_guest);
 }
 
-/// Tokenises the payload and the answers of the injector's host calls, then accepts.
+/// Tokenises the payload and the answers of the injector's host calls, then accepts (or answers
+/// the settings' `answer`).
 pub fn validate(payload: &[u8]) -> CallResult {
     let envelope: Envelope<'_> = serde_json::from_slice(payload)?;
     tokenised_answer(
@@ -81,14 +99,17 @@ pub fn validate(payload: &[u8]) -> CallResult {
             &ListResourcesByNamespaceRequest {
                 api_version: "v1".to_owned(),
                 kind: "ConfigMap".to_owned(),
-                namespace,
+                namespace: namespace.into_owned(),
                 label_selector: None,
                 field_selector: None,
                 field_masks: Some(["data".to_owned()].into_iter().collect()),
             },
         )?;
     }
-    kubewarden_policy_sdk::accept_request()
+    match envelope.settings.answer {
+        Some(answer) => Ok(answer.get().as_bytes().to_vec()),
+        None => kubewarden_policy_sdk::accept_request(),
+    }
 }
 
 /// One `kubernetes` host call; its answer is tokenised, nothing built (the SDK's own helpers
