@@ -10,9 +10,10 @@
 //! more (benches/notes.md, "the bound").
 //!
 //! With `{"answer": <a validation response>}` it answers that response, copied as it came, in
-//! place of the plain accept: given the injector's own answer to a request, it is the cheapest
-//! policy that makes the injector's host calls and gives the injector's answer, the bound of
-//! `make bench-kubewarden` (the settings travel in every payload, so it also skims them).
+//! place of the plain accept: given the injector's own answer to a request, it makes the
+//! injector's host calls and gives the injector's answer with no work of its own, the bound of
+//! `make bench-kubewarden`. The engine sends the settings in every payload, so that bound also
+//! pays for carrying the answer there, which the injector does not.
 
 use kubewarden_policy_sdk::host_capabilities::kubernetes::{
     GetResourceRequest, ListResourcesByNamespaceRequest,
