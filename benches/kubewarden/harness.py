@@ -103,26 +103,21 @@ def patched(doc, ops):
     """`doc` with a JSON Patch applied (the add, remove and replace that policy-evaluator's diff
     writes); any other operation stops the run."""
     for op in ops:
+        if op["op"] not in ("add", "replace", "remove"):
+            raise SystemExit(f"bound-settings: unexpected patch operation {op['op']}")
         *parent, last = pointer(op["path"])
         target = doc
         for key in parent:
             target = target[int(key)] if isinstance(target, list) else target[key]
         if isinstance(target, list):
-            at = len(target) if last == "-" else int(last)
+            last = len(target) if last == "-" else int(last)
             if op["op"] == "add":
-                target.insert(at, op["value"])
-            elif op["op"] == "replace":
-                target[at] = op["value"]
-            elif op["op"] == "remove":
-                del target[at]
-            else:
-                raise SystemExit(f"bound-settings: unexpected patch operation {op['op']}")
-        elif op["op"] in ("add", "replace"):
-            target[last] = op["value"]
-        elif op["op"] == "remove":
+                target.insert(last, op["value"])
+                continue
+        if op["op"] == "remove":
             del target[last]
         else:
-            raise SystemExit(f"bound-settings: unexpected patch operation {op['op']}")
+            target[last] = op["value"]
     return doc
 
 
@@ -465,7 +460,8 @@ def header(meta, runs):
         "\"linkerd\"}`). The bound (benches/bound-policy) makes the same two host calls as ours, skims the "
         "payload and the answers, and answers the typical pod with ours' answer, which it carries in its "
         "settings: what ours would cost if its own work cost nothing, plus what policy-server spends on "
-        f"11 KB more settings in every payload, so ours can come out above it. Errors (non-2xx and socket errors) over all runs: {runs.errors()}.{runs.loads()}")
+        "11 KB more settings in every payload, so ours can come out above it. Errors (non-2xx and socket "
+        f"errors) over all runs: {runs.errors()}.{runs.loads()}")
 
 
 def report(work):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make bench-kubewarden`: this policy in Kubewarden's policy-server, next to the trivial policy,
 # the trivial policy with the injected pod's host calls (the ceiling), the bound (those host calls
-# and ours' answer, no work) and the floor, against a loopback fake API server; then `kwctl bench` on the same modules. Writes RESULTS.md next to
-# this file. See README.md there.
+# and ours' answer, no work) and the floor, against a loopback fake API server; then `kwctl bench`
+# on the same modules. Writes RESULTS.md next to this file. See README.md there.
 #
 # KWCTL, POLICY_SERVER  paths (or command names) of the two binaries; without them: one line, exit 0
 # ROUNDS (3), DURATION (8 s per run), PAUSE (2 s before each run)
