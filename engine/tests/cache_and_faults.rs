@@ -2,10 +2,11 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use kubewarden_engine::hostcalls::cache::DEFAULT_TTL;
+use kubewarden_engine::hostcalls::cache::{Clock, DEFAULT_TTL, ManualClock};
 use kubewarden_engine::hostcalls::fault::{FaultPlan, FaultRule};
 use serde_json::json;
 
@@ -61,16 +62,32 @@ fn field_masks_are_not_part_of_the_cache_key() {
 fn entries_expire_after_the_ttl_and_errors_are_not_cached() {
     let engine = engine();
     let policy = guest(&engine);
-    let host = host_with(ALL, state(CLUSTER), FaultPlan::new(), Duration::from_millis(300));
+    // the test moves the cache's time itself, so how long evaluation takes cannot matter
+    let clock = Arc::new(ManualClock::new());
+    let host = host_with_clock(
+        ALL,
+        state(CLUSTER),
+        FaultPlan::new(),
+        DEFAULT_TTL,
+        Clock::Manual(clock.clone()),
+    );
     let ns = get_resource("v1", "Namespace", "emojivoto", None, false);
     let missing = get_resource("v1", "Namespace", "missing", None, false);
     host_calls(&policy, &host, json!([ns, ns, missing, missing]));
     let s = host.stats();
     assert_eq!((s.made, s.cached, s.failed), (3, 1, 2), "{s:?}");
-    std::thread::sleep(Duration::from_millis(400));
+    clock.advance(DEFAULT_TTL - Duration::from_nanos(1));
     host_calls(&policy, &host, json!([ns]));
     let s = host.stats();
-    assert_eq!((s.made, s.cached), (4, 1), "{s:?}");
+    assert_eq!(
+        (s.made, s.cached),
+        (3, 2),
+        "still cached just before the TTL: {s:?}"
+    );
+    clock.advance(Duration::from_nanos(1));
+    host_calls(&policy, &host, json!([ns]));
+    let s = host.stats();
+    assert_eq!((s.made, s.cached), (4, 2), "expired at the TTL: {s:?}");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::hostcalls::cache::{DEFAULT_TTL, Origin, TtlCache};
+use crate::hostcalls::cache::{Clock, DEFAULT_TTL, Origin, TtlCache};
 use crate::hostcalls::cluster::{ClusterLookupError, ClusterState};
 use crate::hostcalls::fault::{FaultAction, FaultPlan, NOT_UTF8_LIST, NOT_UTF8_OBJECT};
 use crate::hostcalls::field_mask;
@@ -114,10 +114,15 @@ impl ClusterLookup {
     }
 
     pub fn with_ttl(state: ClusterState, faults: FaultPlan, ttl: Duration) -> Self {
+        Self::with_clock(state, faults, ttl, Clock::System)
+    }
+
+    /// Both caches read the time from `clock` (tests move a `ManualClock` to expire entries).
+    pub fn with_clock(state: ClusterState, faults: FaultPlan, ttl: Duration, clock: Clock) -> Self {
         Self {
             state: RwLock::new(state),
-            objects: TtlCache::new(ttl),
-            access_reviews: TtlCache::new(ttl),
+            objects: TtlCache::with_clock(ttl, clock.clone()),
+            access_reviews: TtlCache::with_clock(ttl, clock),
             faults,
         }
     }

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use kubewarden_engine::hostcalls::cache::Clock;
 use kubewarden_engine::hostcalls::cluster::ClusterState;
 use kubewarden_engine::hostcalls::fault::FaultPlan;
 use kubewarden_engine::hostcalls::lookup::{ClusterLookup, LookupSource, Lookups};
@@ -105,8 +106,19 @@ pub fn host_with(
     faults: FaultPlan,
     ttl: Duration,
 ) -> Arc<HostContext> {
-    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::with_ttl(
-        cluster, faults, ttl,
+    host_with_clock(allow, cluster, faults, ttl, Clock::System)
+}
+
+/// A host whose cache reads the time from `clock`.
+pub fn host_with_clock(
+    allow: &[(&str, &str)],
+    cluster: ClusterState,
+    faults: FaultPlan,
+    ttl: Duration,
+    clock: Clock,
+) -> Arc<HostContext> {
+    let lookups = Lookups::new(LookupSource::Cluster(ClusterLookup::with_clock(
+        cluster, faults, ttl, clock,
     )));
     Arc::new(HostContext::new(
         "test",
