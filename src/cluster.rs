@@ -3,9 +3,9 @@
 //! In the module the implementation is Kubewarden's `kubernetes/get_resource` host capability
 //! (cached 5 s by policy-server) and `kubernetes/list_resources_by_namespace` (served from a
 //! watch-backed reflector); tests and native callers use [`MemoryCluster`].
+#![forbid(unsafe_code)]
 
 use serde_json::Value;
-use std::borrow::Cow;
 use std::cell::RefCell;
 
 /// One `get_resource` request, in the shape of Kubewarden's host capability.
@@ -101,59 +101,6 @@ pub trait Cluster {
     fn get(&self, lookup: &Lookup) -> Result<Value, LookupError>;
     /// The items of the list, in the engine's order.
     fn list(&self, lookup: &ListLookup) -> Result<Vec<Value>, LookupError>;
-
-    /// [`Cluster::list`]'s answer, read only as far as its reader asks. An engine that answers
-    /// with JSON text keeps the text, so one string of it can be read where it lies.
-    fn list_answer(&self, lookup: &ListLookup) -> Result<Box<dyn Listed + '_>, LookupError> {
-        self.list(lookup)
-            .map(|items| Box::new(Items(RefCell::new(Some(items)))) as Box<dyn Listed>)
-    }
-
-    /// The string at `path` of the object `lookup` names, as a JSON answer writes it (between
-    /// its quotes, escapes left in), for a reader that reads it there. Its escapes may be
-    /// unchecked: the reader refuses any it does not know, and a control byte. `None` when this
-    /// cluster has no such text at hand, or no string is there: the caller then gets the object.
-    /// `read` may be handed such a string where the answer holds it, before it is known which
-    /// object holds it ([`StringReader`]).
-    fn json_string(&self, _lookup: &Lookup, _path: &[&str], _read: StringReader<'_>) -> Option<Cow<'_, str>> {
-        None
-    }
-}
-
-/// Reads a string at the path asked for where an answer holds it, in the same pass finding
-/// where it ends: given the answer from the string's first byte on (past its closing quote, to
-/// the answer's end), the index of that quote, or `None` to leave the search to the answer's
-/// reader. It may be handed the strings of several objects; the one [`Cluster::json_string`]
-/// returns starts where one of them did.
-pub type StringReader<'r> = &'r mut dyn FnMut(&str) -> Option<usize>;
-
-/// A list's answer ([`Cluster::list_answer`]).
-pub trait Listed {
-    /// The items, as [`Cluster::list`] gives them. Asked for once: a second call may answer
-    /// none.
-    fn items(&self) -> Result<Vec<Value>, LookupError>;
-
-    /// The string at `path` of the first item named `name`, as [`Cluster::json_string`] gives
-    /// one; `None` after [`Listed::items`].
-    fn json_string(&self, name: &str, path: &[&str], read: StringReader<'_>) -> Option<Cow<'_, str>>;
-}
-
-/// The items of a list built already: a string of one is written as JSON writes it.
-struct Items(RefCell<Option<Vec<Value>>>);
-
-impl Listed for Items {
-    fn items(&self) -> Result<Vec<Value>, LookupError> {
-        Ok(self.0.take().unwrap_or_default())
-    }
-
-    fn json_string(&self, name: &str, path: &[&str], _read: StringReader<'_>) -> Option<Cow<'_, str>> {
-        let items = self.0.borrow();
-        let named = |o: &&Value| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name);
-        let item = items.as_ref()?.iter().find(named)?;
-        let string = path.iter().try_fold(item, |v, key| v.get(key))?.as_str()?;
-        let quoted = serde_json::to_string(string).ok()?;
-        Some(Cow::Owned(quoted.get(1..quoted.len() - 1)?.to_string()))
-    }
 }
 
 /// Classifies a host error text: the engines report "not found" only in prose.

@@ -2,8 +2,7 @@
 //!
 //! This file is the waPC shell: it registers the guest functions and hands payloads to
 //! [`wire`]; everything else is a pure core that also compiles natively (see docs/design.md).
-// `unsafe` only where the module meets its host: the exported entry point, the C `memcmp` and
-// the allocator over linear memory
+// `unsafe` only where the module meets its host: the exported entry point
 #![deny(rust_2018_idioms, unsafe_code)]
 #![cfg_attr(
     not(test),
@@ -35,19 +34,9 @@ pub use values::{helm_yaml, linkerd_config, settings, trust};
 
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 
-// Every admission runs in a fresh instance, allocates a few thousand small blocks and frees most
-// of them in the reverse order: the policy module takes them from a stack (src/shell/arena.rs),
-// which a general allocator's bins cost 12 % more than (benches/notes.md, rows T and DC). The
-// browser playground's instance lives across calls that JavaScript holds memory between, so it
-// keeps talc.
-#[cfg(all(target_arch = "wasm32", target_os = "wasi", not(target_feature = "atomics")))]
-#[global_allocator]
-static ALLOCATOR: shell::allocator::StackAllocator = shell::allocator::StackAllocator::new();
-#[cfg(all(
-    target_family = "wasm",
-    not(target_os = "wasi"),
-    not(target_feature = "atomics")
-))]
+// talc, in the policy module and in the browser playground alike: a maintained allocator
+// that gives back what an admission freed, so one instance serves many admissions.
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
 #[global_allocator]
 static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 

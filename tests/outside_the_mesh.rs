@@ -266,13 +266,14 @@ fn skip_reasons_of_a_pod_that_did_not_ask_need_no_values() {
     assert_eq!(described(&c), [NS, LIST]);
 }
 
-/// A pod outside the mesh and a Service read only `proxy.opaquePorts` from the values: a
-/// mistake elsewhere in `linkerd-config` (an invalid value, or YAML that does not parse)
-/// refuses the pods that get a proxy, and leaves these exactly as a sound `linkerd-config` would.
+/// A pod outside the mesh and a Service read the values whole, as a pod that gets a proxy does,
+/// so one rule says whether `linkerd-config` is usable: a mistake anywhere in it (an invalid
+/// value, or YAML that does not parse, even after `proxy.opaquePorts`) leaves out the default
+/// annotation with a warning, and refuses the pods that get a proxy.
 #[rstest]
 #[case::pod("Pod", pod(json!({}), &[3306]))]
 #[case::service("Service", service(json!({}), json!([{"port": 3306}])))]
-fn a_mistake_elsewhere_in_linkerd_config_leaves_objects_outside_the_mesh_alone(
+fn a_mistake_anywhere_in_linkerd_config_leaves_out_the_default_annotation(
     #[case] kind: &str,
     #[case] object: Value,
     #[values(
@@ -287,14 +288,17 @@ fn a_mistake_elsewhere_in_linkerd_config_leaves_objects_outside_the_mesh_alone(
     let broken = || MemoryCluster::new(vec![namespace("shop", json!({})), linkerd_config(values)]);
     let c = broken();
     let out = admit(kind, &object, &settings(json!({})), &c);
-    let mutated = out
-        .mutated
-        .as_ref()
-        .expect("annotated from linkerd-config's list");
-    assert_eq!(mutated["metadata"]["annotations"][OPAQUE], "3306");
+    assert!(!out.is_rejected(), "{:?}", out.verdict);
+    assert_eq!(out.mutated, None);
     assert_eq!(
-        (out.warnings.len(), out.audit_annotations.get("values")),
-        (0, None)
+        out.warnings,
+        [format!(
+            "ConfigMap linkerd/linkerd-config, key \"values\"{reason}; admitted without the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts) (an unusable linkerd-config rejects only pods that get a proxy)"
+        )]
+    );
+    assert_eq!(
+        out.audit_annotations.get("values").map(String::as_str),
+        Some("not used: linkerd-config unusable")
     );
     assert_eq!(described(&c), [NS, LIST]);
 

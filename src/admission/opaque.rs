@@ -4,7 +4,7 @@
 //! default list (`proxy.opaquePorts`) filtered to the ports the object exposes. Entries are
 //! compared as exact strings, so a range in the default list never matches.
 
-use crate::admission::pod;
+use crate::pod;
 use serde_json::Value;
 
 /// A port the default list may name: the number compared with the list, and the port written
@@ -48,13 +48,12 @@ fn candidates(kind: &str, spec: &Value) -> Vec<Candidate> {
 fn from_defaults(candidates: &[Candidate], defaults: &str) -> Option<String> {
     let mut annotation = String::new();
     for c in candidates {
-        let mut number = itoa::Buffer::new();
-        let compared = number.format(c.compared);
+        let compared = c.compared.to_string();
         if crate::parse::ports::entries(defaults).any(|entry| entry == compared) {
             if !annotation.is_empty() {
                 annotation.push(',');
             }
-            annotation.push_str(itoa::Buffer::new().format(c.written));
+            annotation.push_str(&c.written.to_string());
         }
     }
     (!annotation.is_empty()).then_some(annotation)

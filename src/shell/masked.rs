@@ -5,42 +5,25 @@
 //! items) is tokenised, never built.
 
 use crate::shell::payload::KeyString;
-use crate::shell::scan;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 
 /// One object of an answer, with only `masks` (dot-separated paths) and `metadata.name` built;
-/// all of it when `masks` is empty ([`scan`] first).
-pub(crate) fn object(text: &str, masks: &[&str]) -> serde_json::Result<Value> {
-    match scan::object(text, masks) {
-        Some(object) => Ok(object),
-        None => read_object(text, masks),
-    }
-}
-
-/// [`object`] by serde_json alone.
-pub(super) fn read_object(text: &str, masks: &[&str]) -> serde_json::Result<Value> {
+/// all of it when `masks` is empty.
+pub(crate) fn object(answer: &[u8], masks: &[&str]) -> serde_json::Result<Value> {
     let paths = with_name(masks);
-    let mut de = serde_json::Deserializer::from_str(text);
+    let mut de = serde_json::Deserializer::from_slice(answer);
     let value = Masked { paths: &paths }.deserialize(&mut de)?;
     de.end()?;
     Ok(value)
 }
 
-/// The `items` of a List answer, each read as [`object`] reads one ([`scan`] first).
-pub(crate) fn items(text: &str, masks: &[&str]) -> serde_json::Result<Vec<Value>> {
-    match scan::items(text, masks) {
-        Some(items) => Ok(items),
-        None => read_items(text, masks),
-    }
-}
-
-/// [`items`] by serde_json alone.
-pub(super) fn read_items(text: &str, masks: &[&str]) -> serde_json::Result<Vec<Value>> {
+/// The `items` of a List answer, each read as [`object`] reads one.
+pub(crate) fn items(answer: &[u8], masks: &[&str]) -> serde_json::Result<Vec<Value>> {
     let paths = with_name(masks);
-    let mut de = serde_json::Deserializer::from_str(text);
+    let mut de = serde_json::Deserializer::from_slice(answer);
     let items = ItemsOf { paths: &paths }.deserialize(&mut de)?;
     de.end()?;
     Ok(items)
@@ -212,7 +195,7 @@ mod tests {
 
     #[test]
     fn keeps_the_masked_paths_and_the_name() {
-        let text = namespace().to_string();
+        let text = namespace().to_string().into_bytes();
         assert_eq!(
             object(&text, &["metadata.annotations"]).unwrap(),
             json!({"metadata": {"name": "shop", "annotations": {"linkerd.io/inject": "enabled"}}})
@@ -226,7 +209,7 @@ mod tests {
 
     #[test]
     fn no_masks_is_the_whole_object() {
-        let text = namespace().to_string();
+        let text = namespace().to_string().into_bytes();
         assert_eq!(object(&text, &[]).unwrap(), namespace());
     }
 
@@ -234,7 +217,7 @@ mod tests {
     fn a_prefix_that_is_not_an_object_is_kept_as_given() {
         let text = r#"{"metadata": "odd", "data": [1, {"a": 2}], "x": 1}"#;
         assert_eq!(
-            object(text, &["metadata.annotations", "data.values"]).unwrap(),
+            object(text.as_bytes(), &["metadata.annotations", "data.values"]).unwrap(),
             json!({"metadata": "odd", "data": [1, {"a": 2}]})
         );
     }
@@ -247,14 +230,14 @@ mod tests {
             {"metadata": {"name": "b"}, "binaryData": {"z": "AA=="}}
         ]});
         assert_eq!(
-            items(&list.to_string(), &["data"]).unwrap(),
+            items(list.to_string().as_bytes(), &["data"]).unwrap(),
             vec![
                 json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
                 json!({"metadata": {"name": "b"}})
             ]
         );
         assert_eq!(
-            items(r#"{"kind": "List"}"#, &["data"]).unwrap_err().to_string(),
+            items(br#"{"kind": "List"}"#, &["data"]).unwrap_err().to_string(),
             "missing field `items` at line 1 column 16"
         );
     }

@@ -29,9 +29,6 @@ pub(crate) struct RequestFields {
     pub operation: Value,
     pub namespace: Value,
     pub object: Value,
-    /// Where `object` lies in the payload's text, when our reader read it ([`super::scan`]):
-    /// its tree then holds only what the core reads.
-    pub object_span: Option<std::ops::Range<usize>>,
 }
 
 /// The fields of one object: `read` takes a key it keeps, and says whether it did.

@@ -1,19 +1,15 @@
 //! The control plane's ConfigMaps with one host call: under `policy.configMapLookup: list` the
 //! first ConfigMap an admission reads from the control-plane namespace (`linkerd-config`, the
 //! trust roots) lists them all, and later reads of that admission are answered from the list.
-//! In policy-server a host call costs 0.1-0.5 ms of wall time however small its answer, and a
-//! list is served from a watch-backed reflector, so it is as fresh as a get.
+//! In policy-server a host call costs wall time however small its answer, and a list is served
+//! from a watch-backed reflector, so it is as fresh as a get.
 //!
-//! A listed ConfigMap is handed over, not copied (`linkerd-config`'s values are 8 KB, read in
-//! every fresh instance): the core reads each one once per admission, and a second read of the
-//! same one is a get of its own. Before any is handed over, one string of the list's answer can
-//! be read where the answer holds it ([`Cluster::json_string`]): `proxy.opaquePorts` of an
-//! object outside the mesh is skimmed from `linkerd-config`'s values as the JSON writes them.
+//! A listed ConfigMap is handed over, not copied: the core reads each one once per admission,
+//! and a second read of the same one is a get of its own.
 
-use crate::cluster::{Cluster, ListLookup, Listed, Lookup, LookupError, StringReader};
+use crate::cluster::{Cluster, ListLookup, Lookup, LookupError};
 use crate::values::settings::{ConfigMapLookup, PolicyOptions};
 use serde_json::Value;
-use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
 
 /// A [`Cluster`] that answers gets of control-plane ConfigMaps from one list; every other call
@@ -22,9 +18,7 @@ pub struct ControlPlaneReads<'c> {
     inner: &'c dyn Cluster,
     /// The control-plane namespace, when its ConfigMaps are listed.
     listed_namespace: Option<&'c str>,
-    /// The list's answer, kept as the engine gave it: a string of it may be read there
-    /// ([`Cluster::json_string`]) before, or instead of, its items being built.
-    listed: OnceCell<Result<Box<dyn Listed + 'c>, LookupError>>,
+    /// The list's items not handed over yet, asked for once.
     items: OnceCell<Result<RefCell<Vec<Value>>, LookupError>>,
     /// The names of the listed ConfigMaps already handed over.
     handed_over: RefCell<Vec<String>>,
@@ -37,7 +31,6 @@ impl<'c> ControlPlaneReads<'c> {
         Self {
             inner,
             listed_namespace,
-            listed: OnceCell::new(),
             items: OnceCell::new(),
             handed_over: RefCell::default(),
         }
@@ -48,17 +41,6 @@ impl<'c> ControlPlaneReads<'c> {
         self.listed_namespace
             .filter(|&ns| lookup.kind == "ConfigMap" && lookup.namespace.as_deref() == Some(ns))
     }
-
-    /// The list's answer, asked for once.
-    fn answer(&self, namespace: &str) -> Result<&dyn Listed, LookupError> {
-        let listed = self
-            .listed
-            .get_or_init(|| self.inner.list_answer(&ListLookup::config_maps(namespace)));
-        match listed {
-            Ok(answer) => Ok(&**answer),
-            Err(e) => Err(e.clone()),
-        }
-    }
 }
 
 impl Cluster for ControlPlaneReads<'_> {
@@ -66,8 +48,11 @@ impl Cluster for ControlPlaneReads<'_> {
         let Some(namespace) = self.listed_for(lookup) else {
             return self.inner.get(lookup);
         };
-        let answer = self.answer(namespace)?;
-        let items = self.items.get_or_init(|| answer.items().map(RefCell::new));
+        let items = self.items.get_or_init(|| {
+            self.inner
+                .list(&ListLookup::config_maps(namespace))
+                .map(RefCell::new)
+        });
         let items = items.as_ref().map_err(Clone::clone)?;
         if self.handed_over.borrow().contains(&lookup.name) {
             return self.inner.get(lookup);
@@ -87,18 +72,6 @@ impl Cluster for ControlPlaneReads<'_> {
 
     fn list(&self, lookup: &ListLookup) -> Result<Vec<Value>, LookupError> {
         self.inner.list(lookup)
-    }
-
-    /// Read from the list's answer while its items are not built (a failed list: `None`, and
-    /// the get that follows fails as the list did, with no second call).
-    fn json_string(&self, lookup: &Lookup, path: &[&str], read: StringReader<'_>) -> Option<Cow<'_, str>> {
-        let Some(namespace) = self.listed_for(lookup) else {
-            return self.inner.json_string(lookup, path, read);
-        };
-        if self.items.get().is_some() {
-            return None;
-        }
-        self.answer(namespace).ok()?.json_string(&lookup.name, path, read)
     }
 }
 
@@ -210,57 +183,6 @@ mod tests {
         );
     }
 
-    /// A string of a listed ConfigMap is read from the list's answer, as JSON writes it; a
-    /// get of it later is answered from the same list, and once the items are built the
-    /// answer is theirs alone.
-    #[test]
-    fn a_string_is_read_where_the_list_holds_it() {
-        let mut values = config_map("linkerd", "linkerd-config");
-        values["data"]["values"] = json!("proxy:\n  opaquePorts: \"25\"\n");
-        let inner = MemoryCluster::new(vec![values.clone()]);
-        let p = policy(ConfigMapLookup::List);
-        let reads = ControlPlaneReads::new(&inner, &p);
-        let lookup = Lookup::config_map("linkerd", "linkerd-config");
-        assert_eq!(
-            reads
-                .json_string(&lookup, &["data", "values"], &mut |_| None)
-                .as_deref(),
-            Some(r#"proxy:\n  opaquePorts: \"25\"\n"#)
-        );
-        assert_eq!(
-            reads.json_string(&lookup, &["data", "absent"], &mut |_| None),
-            None
-        );
-        assert_eq!(
-            reads.json_string(
-                &Lookup::config_map("linkerd", "absent"),
-                &["data", "values"],
-                &mut |_| None
-            ),
-            None
-        );
-        assert_eq!(reads.get(&lookup), Ok(values));
-        assert_eq!(
-            reads.json_string(&lookup, &["data", "values"], &mut |_| None),
-            None
-        );
-        assert_eq!(described(&inner), ["list ConfigMaps in namespace linkerd"]);
-    }
-
-    /// Outside the listed namespace, and under `configMapLookup: get`, strings are the inner
-    /// cluster's to give (a memory cluster gives none).
-    #[test]
-    fn strings_of_objects_not_listed_are_not_read_from_a_list() {
-        let inner = cluster();
-        for (lookup, namespace) in [(ConfigMapLookup::List, "shop"), (ConfigMapLookup::Get, "linkerd")] {
-            let p = policy(lookup);
-            let reads = ControlPlaneReads::new(&inner, &p);
-            let at = Lookup::config_map(namespace, "linkerd-config");
-            assert_eq!(reads.json_string(&at, &["data", "k"], &mut |_| None), None);
-        }
-        assert_eq!(described(&inner), Vec::<String>::new());
-    }
-
     /// A failed list fails every read it would have answered, without a second call.
     #[test]
     fn a_failed_list_fails_each_read_once_listed() {
@@ -277,13 +199,6 @@ mod tests {
             reads.get(&Lookup::config_map("linkerd", "linkerd-identity-trust-roots")),
             Err(failed.clone())
         );
-        assert_eq!(described(&inner), ["list ConfigMaps in namespace linkerd"]);
-        // nor a string read first
-        let inner = cluster().fail("ConfigMap", failed.clone());
-        let reads = ControlPlaneReads::new(&inner, &p);
-        let lookup = Lookup::config_map("linkerd", "linkerd-config");
-        assert_eq!(reads.json_string(&lookup, &["data", "k"], &mut |_| None), None);
-        assert_eq!(reads.get(&lookup), Err(failed));
         assert_eq!(described(&inner), ["list ConfigMaps in namespace linkerd"]);
     }
 }

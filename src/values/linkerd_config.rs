@@ -9,7 +9,6 @@
 //! unusable `linkerd-config` never rejects a workload that asked for no proxy.
 
 use crate::cluster::{Cluster, Lookup, LookupError};
-use crate::values::helm_yaml::{skim_along_json, skim_json_string};
 use crate::values::settings::{Settings, SettingsError, ValuesFailure, ValuesSource};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -17,7 +16,6 @@ use std::cell::{OnceCell, RefCell};
 
 /// The ConfigMap's data key holding the values document.
 pub const VALUES_KEY: &str = "values";
-const VALUES_PATH: [&str; 2] = ["data", VALUES_KEY];
 
 /// Why the control plane's values could not be used. Every message names the ConfigMap.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -48,8 +46,6 @@ pub struct InEffect<'s> {
 pub struct Values<'s, 'c> {
     settings: &'s Settings,
     cluster: &'c dyn Cluster,
-    /// `data.values` of `linkerd-config`, fetched once.
-    text: OnceCell<Result<String, ValuesError>>,
     read: OnceCell<Result<InEffect<'s>, ValuesError>>,
     /// What was left out of the answer because the values were unusable.
     left_out: RefCell<Vec<&'static str>>,
@@ -58,7 +54,7 @@ pub struct Values<'s, 'c> {
 /// How the values of one admission were used, for the warnings the answer carries.
 #[derive(Debug, PartialEq)]
 pub enum Read<'a> {
-    /// Not read whole: nothing in the answer depends on more than `proxy.opaquePorts`.
+    /// Not read: nothing in the answer depends on them.
     NotRead,
     /// Read and layered under the settings.
     Used,
@@ -76,7 +72,6 @@ impl<'s, 'c> Values<'s, 'c> {
         Self {
             settings,
             cluster,
-            text: OnceCell::new(),
             read: OnceCell::new(),
             left_out: RefCell::new(Vec::new()),
         }
@@ -85,13 +80,6 @@ impl<'s, 'c> Values<'s, 'c> {
     /// The policy's own settings, which never come from the values (`policy.*`).
     pub fn settings(&self) -> &'s Settings {
         self.settings
-    }
-
-    fn text(&self) -> Result<&str, &ValuesError> {
-        match self.text.get_or_init(|| fetch(self.settings, self.cluster)) {
-            Ok(text) => Ok(text),
-            Err(e) => Err(e),
-        }
     }
 
     fn in_effect(&self) -> &Result<InEffect<'s>, ValuesError> {
@@ -104,10 +92,7 @@ impl<'s, 'c> Values<'s, 'c> {
                 });
             }
             let at = || config_map_name(settings);
-            let layered = self
-                .text()
-                .map_err(Clone::clone)
-                .and_then(|text| layer(settings, text, at()));
+            let layered = fetch(settings, self.cluster).and_then(|text| layer(settings, &text, at()));
             match layered {
                 Ok(merged) => Ok(InEffect {
                     settings: Cow::Owned(merged),
@@ -145,10 +130,8 @@ impl<'s, 'c> Values<'s, 'c> {
     }
 
     /// `proxy.opaquePorts` in effect, for the default annotation of an object that gets no
-    /// proxy; `None` when the values are unusable (then named in the warning). That key alone
-    /// is read from `linkerd-config` when the settings do not set it and nothing else needed
-    /// the values ([`Values::opaque_ports_alone`]); a document the targeted reads cannot answer
-    /// exactly is read whole.
+    /// proxy; `None` when the values are unusable (then named in the warning). The values are
+    /// read whole, as for a pod that gets a proxy, so one rule decides whether they are usable.
     pub fn opaque_ports(&self) -> Option<String> {
         let settings = self.settings;
         let set_here = settings.policy.values_from == ValuesSource::Settings
@@ -160,48 +143,8 @@ impl<'s, 'c> Values<'s, 'c> {
         if set_here {
             return Some(settings.proxy.opaque_ports.to_string());
         }
-        if self.read.get().is_none()
-            && let Some(ports) = self.opaque_ports_alone()
-        {
-            return Some(ports);
-        }
         self.optional(OPAQUE_DEFAULT)
             .map(|s| s.proxy.opaque_ports.to_string())
-    }
-
-    /// `proxy.opaquePorts` read alone: where the cluster's answer holds the document, its
-    /// escapes left in (neither unescaped nor copied), or else from the document's text;
-    /// `None` when neither read is sure.
-    fn opaque_ports_alone(&self) -> Option<String> {
-        if self.text.get().is_none()
-            && let Some(ports) = self.skimmed_in_answer().and_then(|doc| ports_in(&doc))
-        {
-            return Some(ports);
-        }
-        opaque_ports_of(self.text().ok()?)
-    }
-
-    /// The document cut to `proxy.opaquePorts`, skimmed where the cluster's answer holds it.
-    /// The skim is handed each such string as the answer is read, and its finding where the
-    /// string ends spares the answer's reader that search. Where the skim read the string
-    /// returned (it starts there), its answer stands, and so does its doubt: the skim reads the
-    /// same bytes up to the closing quote either way, so skimming the string again could only
-    /// doubt again. Its answer counts only where it ended where the string does.
-    fn skimmed_in_answer(&self) -> Option<Value> {
-        let mut skimmed = None;
-        let lookup = config_map_lookup(self.settings);
-        let json = self.cluster.json_string(&lookup, &VALUES_PATH, &mut |rest| {
-            let found = skim_json_string(rest, "proxy", "opaquePorts");
-            let end = found.as_ref().map(|&(_, end)| end);
-            skimmed = Some((rest.as_ptr(), found));
-            end
-        })?;
-        match skimmed {
-            Some((at, found)) if std::ptr::eq(at, json.as_ptr()) => {
-                found.and_then(|(doc, end)| (end == json.len()).then_some(doc))
-            }
-            _ => skim_along_json(&json, "proxy", "opaquePorts"),
-        }
     }
 
     /// What this admission did with the values.
@@ -269,30 +212,4 @@ fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, Values
     settings
         .over_values(values)
         .map_err(|source| ValuesError::Invalid { at, source })
-}
-
-/// `proxy.opaquePorts` of a values document, as reading the whole document under settings that
-/// do not set it gives it: the chart default when absent or null, the string when it is a valid
-/// list. `None` for anything else (a document both targeted readers decline, another type, an
-/// invalid list), which the whole read then explains. The skim reads the key's own lines only,
-/// so a YAML mistake away from them does not touch the answer either.
-fn opaque_ports_of(text: &str) -> Option<String> {
-    use crate::values::helm_yaml::{fast_along, skim_along};
-    let doc =
-        skim_along(text, "proxy", "opaquePorts").or_else(|| fast_along(text, &["proxy", "opaquePorts"]))?;
-    ports_in(&doc)
-}
-
-/// [`opaque_ports_of`] from the document cut to `proxy.opaquePorts`.
-fn ports_in(doc: &Value) -> Option<String> {
-    let ports = match doc.get("proxy") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(proxy)) => proxy.get("opaquePorts").filter(|v| !v.is_null()),
-        Some(_) => return None,
-    };
-    match ports {
-        None => Some(crate::values::settings::DEFAULT_OPAQUE_PORTS.to_string()),
-        Some(Value::String(s)) if crate::values::settings::opaque_ports_are_valid(s) => Some(s.clone()),
-        Some(_) => None,
-    }
 }
