@@ -1,4 +1,5 @@
 //! Annotation and label keys Linkerd reads and writes, and which ones a namespace passes down.
+#![forbid(unsafe_code)]
 
 pub const INJECT: &str = "linkerd.io/inject";
 pub const CREATED_BY: &str = "linkerd.io/created-by";

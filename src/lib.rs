@@ -2,7 +2,8 @@
 //!
 //! This file is the waPC shell: it registers the guest functions and hands payloads to
 //! [`wire`]; everything else is a pure core that also compiles natively (see docs/design.md).
-// `unsafe` only where the module meets its host: the exported entry point
+// `unsafe` only where the module meets its host: the exported entry point (every module below
+// forbids it)
 #![deny(rust_2018_idioms, unsafe_code)]
 #![cfg_attr(
     not(test),
@@ -14,20 +15,22 @@
     )
 )]
 
+// The layers, bottom up: a module reads only those listed before it.
+// The base: Linkerd's annotation keys and release tags, read-only views of a raw pod, text
+// parsers, and the lookups of cluster objects.
+pub mod annotations;
+pub mod cluster;
+mod parse;
+pub mod pod;
+mod version;
 // The stages, in the order an admission goes through them.
 mod admission;
-mod parse;
 mod render;
 mod shell;
 mod values;
 
-/// Shared by the stages: Linkerd's annotation and label keys, and the lookups of cluster objects.
-pub mod annotations;
-pub mod cluster;
-mod word;
-
 // The public surface: what the host, the playground, the benchmarks and the tests use.
-pub use admission::{admit, decide, opaque, outcome, owner, pod};
+pub use admission::{admit, decide, opaque, outcome, owner};
 pub use render::config;
 pub use shell::wire;
 pub use values::{helm_yaml, linkerd_config, settings, trust};

@@ -6,7 +6,7 @@ use crate::admission::guard;
 use crate::admission::opaque;
 use crate::admission::outcome::{INJECTED, INJECTION_AUDIT_KEY, Outcome, Verdict, skipped_audit};
 use crate::admission::owner::{self, Owner, Resolution};
-use crate::admission::pod;
+use crate::pod;
 use crate::admission::verify;
 use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
@@ -45,7 +45,7 @@ fn template_path(kind: &str) -> Option<&'static [&'static str]> {
 }
 
 /// What to add to the request's object: decided on the borrowed object, carried out on the
-/// core's own tree ([`Admission::finish`]) or on the request's bytes by the shell.
+/// owned one ([`Admission::finish`]).
 #[derive(Debug)]
 pub struct Edit {
     /// The template's path from the object's root (empty for a Pod or a Service itself).

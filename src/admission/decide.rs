@@ -1,6 +1,6 @@
 //! Whether a pod gets a proxy: Linkerd's decision table, reasons and their exact texts.
 
-use crate::admission::pod;
+use crate::pod;
 use serde_json::Value;
 use std::fmt;
 

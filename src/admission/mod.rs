@@ -1,5 +1,6 @@
 //! One admission: the request's kind and operation, the namespace, Linkerd's decision, then a
 //! skip, an injection or (verify mode) a check, and the outcome the shell encodes.
+#![forbid(unsafe_code)]
 
 pub mod admit;
 pub mod decide;
@@ -7,5 +8,4 @@ pub mod guard;
 pub mod opaque;
 pub mod outcome;
 pub mod owner;
-pub mod pod;
 pub mod verify;

@@ -8,7 +8,7 @@
 
 use crate::admission::decide::{AnnotationAt, Decision, SkipReason};
 use crate::admission::outcome::{Outcome, Verdict};
-use crate::admission::pod;
+use crate::pod;
 use crate::annotations as ann;
 use crate::values::settings::Settings;
 use serde_json::Value;

@@ -3,7 +3,7 @@
 //! ([`Additions::apply`], for the core's own answer) and on the request's own bytes (the shell's
 //! rewriter), so Linkerd's insert positions are stated once.
 
-use crate::admission::pod::{array_entry, object_entry};
+use crate::pod::{array_entry, object_entry};
 use crate::render::{InitContainer, ProxyContainer, Volume};
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};

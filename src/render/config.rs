@@ -6,11 +6,11 @@
 //! produce a warning naming the annotation (Linkerd only logs them); two values make Linkerd
 //! fail the render and are rejected here too, with the annotation named.
 
-use crate::admission::pod;
 use crate::annotations as ann;
 use crate::parse::{duration, go, ports, quantity::Quantity};
-use crate::render::version::{self, Rendering};
+use crate::pod;
 use crate::values::settings::{Settings, Text, VersionOutsideWindow};
+use crate::version::{self, Rendering};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -88,9 +88,8 @@ fn has_config_key(map: &BTreeMap<String, String>) -> bool {
         .is_some_and(|(k, _)| is_config_key(k))
 }
 
-/// A byte pattern: `starts_with` calls `memcmp` in the module.
 fn is_config_key(key: &str) -> bool {
-    matches!(key.as_bytes(), [b'c', b'o', b'n', b'f', b'i', b'g', b'.', ..])
+    key.starts_with("config.")
 }
 
 impl ProxyConfig<'_> {

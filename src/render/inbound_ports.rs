@@ -1,6 +1,6 @@
 //! `LINKERD2_PROXY_INBOUND_PORTS`: every port the pod's containers listen on.
 
-use crate::admission::pod;
+use crate::pod;
 use serde_json::Value;
 use std::collections::BTreeSet;
 

@@ -1,6 +1,7 @@
 //! What injection adds to a pod: containers, init containers and volumes. What every injection
 //! adds is typed ([`ProxyContainer`], [`InitContainer`], [`Volume`]) and written by the shell in
 //! place; the CNI validator and the debug sidecar are JSON values.
+#![forbid(unsafe_code)]
 
 pub mod additions;
 pub mod config;
@@ -10,7 +11,6 @@ mod inbound_ports;
 mod init_container;
 pub mod inject;
 mod security_context;
-pub mod version;
 mod volumes;
 
 pub use containers::{ProxyContainer, debug_container, network_validator, proxy_container};
@@ -18,7 +18,7 @@ pub use inbound_ports::inbound_ports;
 pub use init_container::{InitContainer, init_container};
 pub use volumes::{Volume, end_entity_volume, podinfo_volume, token_volume, xtables_volume};
 
-use crate::admission::pod;
+use crate::pod;
 use crate::render::config::ProxyConfig;
 use serde_json::Value;
 

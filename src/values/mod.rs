@@ -1,6 +1,7 @@
 //! The values a pod is injected with: the policy's settings, layered over the control plane's
-//! `linkerd-config` (read through one list of its ConfigMaps, parsed by a fast reader of the
+//! `linkerd-config` (read through one list of its ConfigMaps, parsed by a reader of the
 //! YAML Helm writes), and the trust anchors.
+#![forbid(unsafe_code)]
 
 pub mod config_maps;
 pub mod helm_yaml;

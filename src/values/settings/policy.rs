@@ -1,7 +1,7 @@
 //! Settings that exist only in this policy, under the `policy` key.
 
 use super::values::Text;
-use crate::render::version::{self, Edge, Rendering, Tag};
+use crate::version::{self, Edge, Rendering, Tag};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 

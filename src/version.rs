@@ -3,6 +3,7 @@
 //!
 //! Pure: no settings, no admission types. The caller passes `linkerdVersion` of the values in
 //! effect and the `policy.renderVersion` pin.
+#![forbid(unsafe_code)]
 
 use std::fmt;
 

@@ -2,6 +2,7 @@
 //!
 //! The request object is never deserialised into typed structs (that would drop unknown and
 //! null fields); these helpers read the few fields the injector needs, tolerating wrong types.
+#![forbid(unsafe_code)]
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
