@@ -5,6 +5,7 @@ mod common;
 
 use common::namespace;
 use linkerd_injector_policy::outcome::Verdict;
+use linkerd_injector_policy::owner::Owner;
 use linkerd_injector_policy::settings::Settings;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -32,20 +33,36 @@ fn rejected(msg: &str) -> Verdict {
     Verdict::Rejected(msg.into())
 }
 
+/// The verdict for [`pod`]: injected, the bare pod its own owner.
+fn injected() -> Verdict {
+    Verdict::Injected {
+        owner: Owner {
+            kind: "pod".into(),
+            name: "p".into(),
+        },
+    }
+}
+
+/// The rejection of a proxy image set by the pod's `config.linkerd.io/proxy-image`.
+fn image_rejected(image: &str) -> Verdict {
+    rejected(&format!(
+        "image \"{image}\" (annotation config.linkerd.io/proxy-image) is not allowed by settings.policy.allowedImages"
+    ))
+}
+
 #[rstest]
-#[case::default_image_allowed(json!({}), true)]
-#[case::other_registry(json!({"config.linkerd.io/proxy-image": "evil.io/proxy"}), false)]
-#[case::lookalike_repository(json!({"config.linkerd.io/proxy-image": "cr.l5d.io/linkerd/proxy-evil"}), false)]
-#[case::version_only(json!({"config.linkerd.io/proxy-version": "edge-1"}), true)]
-#[case::mirror_allowed(json!({"config.linkerd.io/proxy-image": "mirror.example/linkerd/proxy"}), true)]
-fn allowed_images(#[case] annotations: Value, #[case] allowed: bool) {
+#[case::default_image_allowed(json!({}), injected())]
+#[case::other_registry(json!({"config.linkerd.io/proxy-image": "evil.io/proxy"}), image_rejected("evil.io/proxy:v1"))]
+#[case::lookalike_repository(
+    json!({"config.linkerd.io/proxy-image": "cr.l5d.io/linkerd/proxy-evil"}),
+    image_rejected("cr.l5d.io/linkerd/proxy-evil:v1")
+)]
+#[case::version_only(json!({"config.linkerd.io/proxy-version": "edge-1"}), injected())]
+#[case::mirror_allowed(json!({"config.linkerd.io/proxy-image": "mirror.example/linkerd/proxy"}), injected())]
+fn allowed_images(#[case] annotations: Value, #[case] expected: Verdict) {
     let s = settings(json!({"allowedImages": ["cr.l5d.io/linkerd/proxy", "mirror.example/linkerd/proxy"]}));
     let v = verdict(&s, &pod(annotations.clone()), json!({}), json!({}));
-    assert_eq!(
-        matches!(v, Verdict::Injected { .. }),
-        allowed,
-        "{annotations}: {v:?}"
-    );
+    assert_eq!(v, expected, "{annotations}");
 }
 
 #[test]
@@ -88,35 +105,30 @@ fn restricted_annotations_and_the_exempt_label() {
         "restrictedAnnotationsExemptLabel": "mesh.example/overrides=allowed"
     }));
     let p = pod(json!({"config.linkerd.io/skip-outbound-ports": "443"}));
-    assert_eq!(
-        verdict(&s, &p, json!({}), json!({})),
-        rejected(
-            "annotation config.linkerd.io/skip-outbound-ports: pod authors may not set it in namespace shop (settings.policy.restrictedAnnotations)"
-        )
+    let restricted = rejected(
+        "annotation config.linkerd.io/skip-outbound-ports: pod authors may not set it in namespace shop (settings.policy.restrictedAnnotations)",
     );
-    assert!(matches!(
+    assert_eq!(verdict(&s, &p, json!({}), json!({})), restricted);
+    assert_eq!(
         verdict(&s, &p, json!({"mesh.example/overrides": "allowed"}), json!({})),
-        Verdict::Injected { .. }
-    ));
-    assert!(
-        verdict(&s, &p, json!({"mesh.example/overrides": "no"}), json!({})).ne(&verdict(
-            &s,
-            &pod(json!({})),
-            json!({}),
-            json!({})
-        ))
+        injected()
+    );
+    // The label's value must match, not only its key.
+    assert_eq!(
+        verdict(&s, &p, json!({"mesh.example/overrides": "no"}), json!({})),
+        restricted
     );
     // The namespace owner may still set it for the whole namespace.
     let plain = pod(json!({}));
-    assert!(matches!(
+    assert_eq!(
         verdict(
             &s,
             &plain,
             json!({}),
             json!({"config.linkerd.io/skip-outbound-ports": "443"})
         ),
-        Verdict::Injected { .. }
-    ));
+        injected()
+    );
 }
 
 #[test]
@@ -128,15 +140,15 @@ fn root_proxy_is_refused_unless_allowed() {
             "annotation config.linkerd.io/proxy-uid: the proxy may not run as uid 0 (settings.policy.allowRootProxy is false)"
         )
     );
-    assert!(matches!(
+    assert_eq!(
         verdict(
             &settings(json!({"allowRootProxy": true})),
             &p,
             json!({}),
             json!({})
         ),
-        Verdict::Injected { .. }
-    ));
+        injected()
+    );
 }
 
 #[rstest]
