@@ -8,6 +8,8 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SkipReason {
     HostNetwork,
+    /// Not one of Linkerd's: its proxy and init images are Linux-only (linkerd2#2882).
+    Windows,
     SidecarExists,
     UnsupportedResource,
     InvalidAtNamespace,
@@ -21,6 +23,7 @@ impl SkipReason {
     pub fn code(self) -> &'static str {
         match self {
             Self::HostNetwork => "host_network_enabled",
+            Self::Windows => "windows_pod",
             Self::SidecarExists => "sidecar_already_exists",
             Self::UnsupportedResource => "unsupported_resource",
             Self::InvalidAtNamespace => "invalid_inject_annotation_at_ns",
@@ -43,6 +46,7 @@ impl SkipReason {
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::HostNetwork => "hostNetwork is enabled",
+            Self::Windows => "pod runs on Windows",
             Self::SidecarExists => "pod has a sidecar injected already",
             Self::UnsupportedResource => "this resource kind is unsupported",
             Self::InvalidAtNamespace => "invalid value for annotation \"linkerd.io/inject\" at namespace",
@@ -89,6 +93,9 @@ pub fn decide(input: DecisionInput<'_>) -> Decision {
     if pod::bool_field(input.spec, "hostNetwork") == Some(true) {
         reasons.push(SkipReason::HostNetwork);
     }
+    if runs_on_windows(input.spec) {
+        reasons.push(SkipReason::Windows);
+    }
     if has_existing_sidecar(input.spec) {
         reasons.push(SkipReason::SidecarExists);
     }
@@ -130,6 +137,20 @@ pub fn inject_annotation(pod: Option<&str>, ns: Option<&str>) -> Result<(bool, A
         return Ok((pod == Some("ingress"), AnnotationAt::Workload));
     }
     Err(SkipReason::EnableAbsent)
+}
+
+/// `spec.os.name: windows`, or a `kubernetes.io/os: windows` node selector. Node affinity is
+/// not read: it may allow both systems, and only the scheduler knows which one the pod gets.
+pub fn runs_on_windows(spec: &Value) -> bool {
+    let os = spec
+        .get("os")
+        .and_then(|os| os.get("name"))
+        .and_then(Value::as_str);
+    let selected = spec
+        .get("nodeSelector")
+        .and_then(|s| s.get("kubernetes.io/os"))
+        .and_then(Value::as_str);
+    os == Some("windows") || selected == Some("windows")
 }
 
 const SIDECAR_IMAGES: &[&str] = &["cr.l5d.io/linkerd/proxy:", "gcr.io/istio-release/proxyv2:"];
