@@ -205,3 +205,141 @@ fn stale_proxies_are_reported_not_refused(
         }
     }
 }
+
+// === policy.staleProxy: reject (the audit policy) ===
+
+/// A meshed pod of `owner` (an ownerReference, or none) running `version`, in a cluster whose
+/// control plane injects edge-26.8.3, holding `objects` too; the answer and the host calls.
+fn stale_answer(
+    meta: Value,
+    version: &str,
+    policy: Value,
+    objects: Vec<Value>,
+) -> (linkerd_injector_policy::outcome::Outcome, Vec<String>) {
+    let s = Settings::from_value(json!({ "policy": policy })).unwrap();
+    let mut all = vec![namespace("shop", json!({"linkerd.io/inject": "enabled"}))];
+    all.extend(objects);
+    let c = common::cluster(all);
+    let mut p =
+        json!({"metadata": meta, "spec": {"containers": [{"name": "linkerd-proxy"}, {"name": "app"}]}});
+    p["metadata"]["annotations"] = json!({"linkerd.io/proxy-version": version});
+    let out = common::admit("Pod", &p, "shop", &s, &c);
+    let calls = c.calls().iter().map(|c| c.describe()).collect();
+    (out, calls)
+}
+
+fn reject() -> Value {
+    json!({"mode": "verify", "staleProxy": "reject"})
+}
+
+fn owned_by(kind: &str, name: &str) -> Value {
+    json!({"name": "web-768bf89858-x2x9q", "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": name,
+        "uid": "u", "controller": true}]})
+}
+
+fn deployment_pod() -> Value {
+    let mut meta = owned_by("ReplicaSet", "web-768bf89858");
+    meta["labels"] = json!({"app": "web", "pod-template-hash": "768bf89858"});
+    meta
+}
+
+const STALE: &str =
+    "pod's Linkerd proxy is stale: it runs edge-26.5.1, the control plane injects edge-26.8.3; ";
+
+/// The message names both versions and says how to restart the workload the pod belongs to,
+/// found as the injector finds the `linkerd.io/proxy-<kind>` owner (a lookup only where the
+/// naming rule does not answer).
+#[rstest::rstest]
+#[case::deployment(deployment_pod(), vec![],
+    "restart Deployment shop/web to update it (kubectl rollout restart deployment/web -n shop)", &[NS, LIST])]
+#[case::statefulset(owned_by("StatefulSet", "db"), vec![],
+    "restart StatefulSet shop/db to update it (kubectl rollout restart statefulset/db -n shop)", &[NS, LIST])]
+#[case::daemonset(owned_by("DaemonSet", "agent"), vec![],
+    "restart DaemonSet shop/agent to update it (kubectl rollout restart daemonset/agent -n shop)", &[NS, LIST])]
+#[case::bare_replica_set(owned_by("ReplicaSet", "cache"),
+    vec![json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "cache", "namespace": "shop"}})],
+    "delete pod shop/web-768bf89858-x2x9q to update it; its owner, ReplicaSet shop/cache, starts a new one \
+     (kubectl delete pod web-768bf89858-x2x9q -n shop)", &[NS, LIST, "get ReplicaSet shop/cache"])]
+#[case::cron_job(owned_by("Job", "nightly-29500000"),
+    vec![json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "nightly-29500000", "namespace": "shop",
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly", "uid": "c"}]}})],
+    "delete pod shop/web-768bf89858-x2x9q to update it; its owner, CronJob shop/nightly, starts a new one \
+     (kubectl delete pod web-768bf89858-x2x9q -n shop)", &[NS, LIST, "get Job shop/nightly-29500000"])]
+#[case::bare_pod(json!({"name": "debug"}), vec![],
+    "recreate pod shop/debug to update it (it has no owner to start a new one)", &[NS, LIST])]
+#[case::no_name_yet(json!({"generateName": "debug-"}), vec![], "recreate the pod to update it", &[NS, LIST])]
+fn a_stale_proxy_is_rejected_naming_the_workload(
+    #[case] meta: Value,
+    #[case] objects: Vec<Value>,
+    #[case] advice: &str,
+    #[case] calls: &[&str],
+) {
+    let (out, made) = stale_answer(meta, "edge-26.5.1", reject(), objects);
+    assert_eq!(out.verdict, Verdict::Rejected(format!("{STALE}{advice}")));
+    assert_eq!(out.mutated, None);
+    assert_eq!(out.warnings, Vec::<String>::new());
+    assert_eq!(
+        out.audit_annotations["verify"],
+        "meshed, stale proxy: edge-26.5.1 (control plane edge-26.8.3)"
+    );
+    assert_eq!(made, calls);
+}
+
+/// Only a stale proxy is refused, and the owner is looked up for nothing else.
+#[test]
+fn a_current_proxy_passes_under_reject() {
+    let objects = vec![
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "cache", "namespace": "shop"}}),
+    ];
+    let (out, made) = stale_answer(owned_by("ReplicaSet", "cache"), "edge-26.8.3", reject(), objects);
+    assert_eq!(out.verdict, Verdict::Skipped(vec![SkipReason::SidecarExists]));
+    assert_eq!(out.warnings, Vec::<String>::new());
+    assert_eq!(
+        out.audit_annotations["verify"],
+        "exempt: pod has a sidecar injected already"
+    );
+    assert_eq!(made, [NS, LIST], "no owner lookup for a current proxy");
+}
+
+/// `warn`, the default, answers exactly as before the setting existed.
+#[rstest::rstest]
+#[case::default(json!({"mode": "verify"}))]
+#[case::explicit(json!({"mode": "verify", "staleProxy": "warn"}))]
+fn warn_admits_a_stale_proxy_with_a_warning(#[case] policy: Value) {
+    let (out, made) = stale_answer(deployment_pod(), "edge-26.5.1", policy, vec![]);
+    assert_eq!(out.verdict, Verdict::Skipped(vec![SkipReason::SidecarExists]));
+    assert_eq!(
+        out.warnings,
+        [
+            "pod's Linkerd proxy is version edge-26.5.1, but the control plane injects edge-26.8.3: restart its workload to update the proxy"
+        ]
+    );
+    assert_eq!(
+        out.audit_annotations["verify"],
+        "meshed, stale proxy: edge-26.5.1 (control plane edge-26.8.3)"
+    );
+    assert_eq!(made, [NS, LIST]);
+}
+
+/// The mutating policy never refuses a pod for its proxy's version, whatever the setting.
+#[test]
+fn the_setting_changes_nothing_in_mutate_mode() {
+    let (out, _) = stale_answer(
+        deployment_pod(),
+        "edge-26.5.1",
+        json!({"staleProxy": "reject"}),
+        vec![],
+    );
+    assert_eq!(out.verdict, Verdict::Skipped(vec![SkipReason::SidecarExists]));
+}
+
+#[test]
+fn stale_proxy_is_validated() {
+    let err = Settings::from_value(json!({"policy": {"staleProxy": "fail"}}))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "settings.policy.staleProxy: unknown variant `fail`, expected `warn` or `reject`"
+    );
+}

@@ -6,17 +6,17 @@ use crate::admission::guard;
 use crate::admission::opaque;
 use crate::admission::outcome::{INJECTED, INJECTION_AUDIT_KEY, Outcome, Verdict, skipped_audit};
 use crate::admission::owner::{self, Owner, Resolution};
-use crate::pod;
 use crate::admission::verify;
 use crate::annotations as ann;
 use crate::cluster::{Cluster, Lookup};
+use crate::pod;
 use crate::render::Context;
 use crate::render::additions::Additions;
 use crate::render::config::{self, Layers};
 use crate::render::inject::Plan;
 use crate::values::config_maps::ControlPlaneReads;
 use crate::values::linkerd_config::{Read, Values};
-use crate::values::settings::{LookupFailure, Mode, Settings};
+use crate::values::settings::{LookupFailure, Mode, Settings, StaleProxy};
 use crate::values::trust;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -403,12 +403,36 @@ fn decide_template(
             Decision::Skip(_) if verify::has_linkerd_proxy(t.spec) => values.optional(STALE_CHECK),
             Decision::Skip(_) => None,
         };
-        return Ok(verify::verify(t.spec, &t.pod_ann, &decision, namespace, current).into());
+        let owner = stale_owner(&t, values.settings(), current, cluster);
+        let on_stale = match &owner {
+            Some(owner) => verify::OnStale::Reject(verify::Restart {
+                pod: t.meta.get("name").and_then(Value::as_str).unwrap_or(""),
+                namespace,
+                owner,
+            }),
+            None => verify::OnStale::Warn,
+        };
+        return Ok(verify::verify(t.spec, &t.pod_ann, &decision, namespace, current, on_stale).into());
     }
     match decision {
         Decision::Skip(reasons) => Ok(skipped(&t, reasons, values)),
         Decision::Inject { ingress, .. } => injected(req, &t, ingress, values, cluster).map_err(refuse),
     }
+}
+
+/// The workload that restarts a pod whose proxy is stale, when `policy.staleProxy: reject`
+/// refuses it: resolved (a lookup at most) only for that answer.
+fn stale_owner(
+    t: &Template<'_>,
+    settings: &Settings,
+    current: Option<&Settings>,
+    cluster: &dyn Cluster,
+) -> Option<Owner> {
+    let policy = &settings.policy;
+    let stale = policy.stale_proxy == StaleProxy::Reject
+        && verify::has_linkerd_proxy(t.spec)
+        && verify::stale_proxy(&t.pod_ann, current?).is_some();
+    stale.then(|| owner::resolve(t.meta, t.namespace, policy.owner_resolution, cluster).owner)
 }
 
 /// The pod template at `path`, with the shapes injection edits checked; `Err` is the rejection.

@@ -4,12 +4,15 @@
 //! injection was skipped (Linkerd #3885), and lets Kubewarden's audit scanner report existing
 //! pods that escaped injection (linkerd2#3358). A meshed pod whose proxy is not the version the
 //! control plane injects now is reported (what `linkerd check --proxy` warns about), not refused:
-//! it runs, and a restart of its workload updates it.
+//! it runs, and a restart of its workload updates it. With `policy.staleProxy: reject` it is
+//! refused instead, naming the workload to restart: Kubewarden's audit scanner records only
+//! rejections as failures, so that is how an audit policy reports it.
 
 use crate::admission::decide::{AnnotationAt, Decision, SkipReason};
 use crate::admission::outcome::{Outcome, Verdict};
-use crate::pod;
+use crate::admission::owner::Owner;
 use crate::annotations as ann;
+use crate::pod;
 use crate::values::settings::Settings;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -43,19 +46,84 @@ pub fn stale_proxy<'a>(
     (running != current).then_some((running.as_str(), current))
 }
 
+/// The pod a stale proxy is reported for, and the workload that restarts it.
+#[derive(Debug, Clone, Copy)]
+pub struct Restart<'a> {
+    pub pod: &'a str,
+    pub namespace: &'a str,
+    pub owner: &'a Owner,
+}
+
+/// What a stale proxy gets: `policy.staleProxy` with, for `reject`, the workload to name.
+#[derive(Debug, Clone, Copy)]
+pub enum OnStale<'a> {
+    Warn,
+    Reject(Restart<'a>),
+}
+
+/// A lowercase owner kind (as [`Owner`] keeps it) as Kubernetes spells it.
+fn kind_name(kind: &str) -> &str {
+    match kind {
+        "deployment" => "Deployment",
+        "statefulset" => "StatefulSet",
+        "daemonset" => "DaemonSet",
+        "replicaset" => "ReplicaSet",
+        "replicationcontroller" => "ReplicationController",
+        "job" => "Job",
+        "cronjob" => "CronJob",
+        "pod" => "Pod",
+        other => other,
+    }
+}
+
+/// What to do about a stale proxy: `kubectl rollout restart` where it applies, else recreate
+/// the pod (a pod created with `generateName` has no name yet at admission).
+pub fn restart_advice(r: &Restart<'_>) -> String {
+    let Restart {
+        pod,
+        namespace,
+        owner,
+    } = *r;
+    let (kind, name) = (kind_name(&owner.kind), &owner.name);
+    match owner.kind.as_str() {
+        "deployment" | "statefulset" | "daemonset" => format!(
+            "restart {kind} {namespace}/{name} to update it (kubectl rollout restart {}/{name} -n {namespace})",
+            owner.kind
+        ),
+        "pod" if pod.is_empty() => "recreate the pod to update it".to_string(),
+        "pod" => format!("recreate pod {namespace}/{pod} to update it (it has no owner to start a new one)"),
+        _ if pod.is_empty() => {
+            format!("recreate the pod to update it; its owner, {kind} {namespace}/{name}, starts a new one")
+        }
+        _ => format!(
+            "delete pod {namespace}/{pod} to update it; its owner, {kind} {namespace}/{name}, starts a new one \
+             (kubectl delete pod {pod} -n {namespace})"
+        ),
+    }
+}
+
 /// Reports a stale proxy on `out`; `false` when the proxy is current (or chose its version), or
 /// the control plane's values are unknown.
 fn report_stale(
     out: &mut Outcome,
     pod_annotations: &BTreeMap<String, String>,
     values: Option<&Settings>,
+    on_stale: OnStale<'_>,
 ) -> bool {
     let Some((running, current)) = values.and_then(|v| stale_proxy(pod_annotations, v)) else {
         return false;
     };
-    out.warnings.push(format!(
-        "pod's Linkerd proxy is version {running}, but the control plane injects {current}: restart its workload to update the proxy"
-    ));
+    match on_stale {
+        OnStale::Warn => out.warnings.push(format!(
+            "pod's Linkerd proxy is version {running}, but the control plane injects {current}: restart its workload to update the proxy"
+        )),
+        OnStale::Reject(restart) => {
+            out.verdict = Verdict::Rejected(format!(
+                "pod's Linkerd proxy is stale: it runs {running}, the control plane injects {current}; {}",
+                restart_advice(&restart)
+            ));
+        }
+    }
     out.audit_annotations.insert(
         "verify".into(),
         format!("meshed, stale proxy: {running} (control plane {current})"),
@@ -83,6 +151,7 @@ pub fn verify(
     decision: &Decision,
     namespace: &str,
     values: Option<&Settings>,
+    on_stale: OnStale<'_>,
 ) -> Outcome {
     match decision {
         Decision::Inject { at, .. } if !has_linkerd_proxy(spec) => {
@@ -99,7 +168,7 @@ pub fn verify(
         }
         Decision::Inject { .. } => {
             let mut out = Outcome::unchanged(Verdict::NotApplicable);
-            if !report_stale(&mut out, pod_annotations, values) {
+            if !report_stale(&mut out, pod_annotations, values, on_stale) {
                 out.audit_annotations.insert("verify".into(), "meshed".into());
             }
             out
@@ -108,7 +177,7 @@ pub fn verify(
         Decision::Skip(reasons) => {
             let mut out = exempt(reasons);
             if has_linkerd_proxy(spec) {
-                report_stale(&mut out, pod_annotations, values);
+                report_stale(&mut out, pod_annotations, values, on_stale);
             }
             out
         }

@@ -16,8 +16,8 @@ mod values;
 
 pub use block::{Block, ChartDefault};
 pub use policy::{
-    ConfigMapLookup, LookupFailure, Mode, OwnerResolution, PolicyOptions, TrustAnchorsSource, ValuesFailure,
-    ValuesSource, VersionOutsideWindow,
+    ConfigMapLookup, LookupFailure, Mode, OwnerResolution, PolicyOptions, StaleProxy, TrustAnchorsSource,
+    ValuesFailure, ValuesSource, VersionOutsideWindow,
 };
 pub use values::*;
 

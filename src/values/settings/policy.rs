@@ -92,6 +92,19 @@ pub enum Mode {
     Verify,
 }
 
+/// What verify mode answers for a meshed pod whose proxy is not the version the control plane
+/// injects.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum StaleProxy {
+    /// Admit it with a warning and an audit annotation: the pod runs, a restart updates it.
+    #[default]
+    Warn,
+    /// Reject it, naming both versions and the workload to restart. Kubewarden's audit scanner
+    /// records only rejections as failures, so this is what a monitor-mode audit policy sets.
+    Reject,
+}
+
 /// What to do with a pod when `linkerdVersion` is a release outside the window this policy
 /// renders exactly (`edge-26.1.1` to `edge-26.8.3`).
 #[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -109,6 +122,8 @@ pub enum VersionOutsideWindow {
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicyOptions {
     pub mode: Mode,
+    /// Verify mode only.
+    pub stale_proxy: StaleProxy,
     /// Namespace of the Linkerd control plane (Linkerd's `-linkerd-namespace` flag).
     pub control_plane_namespace: Text,
     /// Value of the `linkerd.io/created-by` annotation.
@@ -145,6 +160,7 @@ impl Default for PolicyOptions {
     fn default() -> Self {
         Self {
             mode: Mode::Mutate,
+            stale_proxy: StaleProxy::Warn,
             control_plane_namespace: "linkerd".into(),
             created_by: concat!("linkerd-injector-policy ", env!("CARGO_PKG_VERSION")).into(),
             trust_anchors: TrustAnchorsSource::Auto,
