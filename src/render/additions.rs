@@ -1,11 +1,8 @@
 //! What an admission adds to a pod (or pod template): keys set in string maps, items put at the
-//! start or the end of lists. One description, carried out two ways: on a JSON tree
-//! ([`Additions::apply`], for the core's own answer) and on the request's own bytes (the shell's
-//! rewriter), so Linkerd's insert positions are stated once.
+//! start or the end of lists, carried out on the request's own object ([`Additions::apply`]), so
+//! Linkerd's insert positions are stated once.
 
 use crate::pod::{array_entry, object_entry};
-use crate::render::{InitContainer, ProxyContainer, Volume};
-use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -22,38 +19,7 @@ pub enum Addition {
     /// Keys set in a map of strings (made, even when there are none, if absent).
     Strings(BTreeMap<String, String>),
     /// Items put before and after a list's own.
-    List { first: Vec<Item>, last: Vec<Item> },
-}
-
-/// An item added to a list: a rendered JSON value, or one of the items every injection adds,
-/// which stay typed until written (the proxy's forty env entries, the init container and the
-/// volumes never become JSON maps on the shell's path).
-#[derive(Debug, Clone)]
-pub enum Item {
-    Value(Value),
-    Proxy(Box<ProxyContainer>),
-    Init(Box<InitContainer>),
-    Volume(Volume),
-}
-
-impl Item {
-    pub fn into_value(self) -> Value {
-        match self {
-            Item::Value(v) => v,
-            typed => serde_json::to_value(typed).unwrap_or(Value::Null),
-        }
-    }
-}
-
-impl Serialize for Item {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Item::Value(v) => v.serialize(serializer),
-            Item::Proxy(p) => p.serialize(serializer),
-            Item::Init(c) => c.serialize(serializer),
-            Item::Volume(v) => v.serialize(serializer),
-        }
-    }
+    List { first: Vec<Value>, last: Vec<Value> },
 }
 
 impl Additions {
@@ -81,8 +47,8 @@ impl Additions {
                 }
                 Addition::List { first, last: after } => {
                     let list = array_entry(parent, last);
-                    list.splice(0..0, first.into_iter().map(Item::into_value));
-                    list.extend(after.into_iter().map(Item::into_value));
+                    list.splice(0..0, first);
+                    list.extend(after);
                 }
             }
         }
@@ -107,15 +73,15 @@ mod tests {
             (
                 &["spec", "containers"],
                 Addition::List {
-                    first: vec![Item::Value(json!("p"))],
-                    last: vec![Item::Value(json!("d"))],
+                    first: vec![json!("p")],
+                    last: vec![json!("d")],
                 },
             ),
             (
                 &["spec", "volumes"],
                 Addition::List {
                     first: vec![],
-                    last: vec![Item::Value(json!(1)), Item::Value(json!(2))],
+                    last: vec![json!(1), json!(2)],
                 },
             ),
         ]);

@@ -2,7 +2,7 @@
 //!
 //! Mirrors Linkerd's "overridden values": every recognised `config.linkerd.io/*` annotation
 //! overrides its key in a copy of the settings, made only when one applies (most pods have
-//! none, and the copy was 2.5 % of the module's work). Unparsable values keep the default and
+//! none). Unparsable values keep the default and
 //! produce a warning naming the annotation (Linkerd only logs them); two values make Linkerd
 //! fail the render and are rejected here too, with the annotation named.
 

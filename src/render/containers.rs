@@ -8,9 +8,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 
-/// The `linkerd-proxy` container, typed: written straight into the answer by the shell. Its
-/// fields are in the order of their JSON names, which is the order a JSON map writes them in,
-/// so the answer's bytes are those of the container built as a map.
+/// The `linkerd-proxy` container, typed, its fields in the order of their JSON names.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProxyContainer {
@@ -32,40 +30,6 @@ pub struct ProxyContainer {
     startup_probe: Option<Probe>,
     termination_message_policy: &'static str,
     volume_mounts: Vec<Mount>,
-}
-
-impl ProxyContainer {
-    /// A container with every field at its zero, for the shell's tests of where it is written.
-    #[cfg(test)]
-    pub(crate) fn blank() -> Self {
-        let probe = Probe {
-            failure_threshold: None,
-            http_get: HttpGet { path: "/", port: 0 },
-            initial_delay_seconds: 0,
-            period_seconds: None,
-            timeout_seconds: None,
-        };
-        let port = |name| Port {
-            container_port: 0,
-            name,
-        };
-        Self {
-            env: Vec::new(),
-            image: String::new(),
-            image_pull_policy: String::new(),
-            lifecycle: None,
-            liveness_probe: probe.clone(),
-            name: "linkerd-proxy",
-            ports: [port("a"), port("b")],
-            readiness_probe: probe,
-            resources: None,
-            restart_policy: None,
-            security_context: ProxySecurity::Given(Value::Null),
-            startup_probe: None,
-            termination_message_policy: "",
-            volume_mounts: Vec::new(),
-        }
-    }
 }
 
 /// An HTTP probe of the proxy's admin port.

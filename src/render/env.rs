@@ -1,7 +1,4 @@
-//! The `linkerd-proxy` container's environment, in Linkerd's exact order: typed entries, not
-//! JSON maps (forty of them per injected pod, five allocations each as maps), written straight
-//! into the answer. Values are joined with `concat`, not `format!`: the formatting machinery
-//! cost over a thousand instructions a value in the module.
+//! The `linkerd-proxy` container's environment, in Linkerd's exact order, as typed entries.
 
 use super::Context;
 use crate::parse::go;

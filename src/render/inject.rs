@@ -1,7 +1,7 @@
 //! The plan of an injection: what goes into a pod (or pod template), rendered from the untouched
 //! pod, and where, at the positions Linkerd's patch uses ([`Plan::into_additions`]).
 
-use crate::render::additions::{Addition, Additions, Item, Path};
+use crate::render::additions::{Addition, Additions, Path};
 use crate::render::{self, Context, ProxyContainer, Volume};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ pub struct Plan {
     pub labels: BTreeMap<String, String>,
     xtables_volume: Option<Volume>,
     /// `linkerd-init`, or `linkerd-network-validator` with the CNI plugin.
-    init: Item,
+    init: Value,
     debug: Option<Value>,
     volumes: Vec<Volume>,
     proxy: ProxyContainer,
@@ -41,9 +41,9 @@ impl Plan {
             labels,
             xtables_volume: (!cni).then(|| render::xtables_volume(v.proxy_init.xt_mount_path.name.clone())),
             init: if cni {
-                Item::Value(render::network_validator(cx))
+                render::network_validator(cx)
             } else {
-                Item::Init(Box::new(render::init_container(cx)))
+                json(render::init_container(cx))
             },
             debug: cx.config.debug_sidecar.then(|| render::debug_container(cx)),
             volumes,
@@ -57,11 +57,15 @@ impl Plan {
     /// (first, and the proxy second, with native sidecars); the proxy first of the containers
     /// with proxy-await (the default), else last, after the debug sidecar; volumes last.
     pub fn into_additions(self) -> Additions {
-        let mut volumes: Vec<Item> = self.xtables_volume.into_iter().map(Item::Volume).collect();
-        volumes.extend(self.volumes.into_iter().map(Item::Volume));
-        let proxy = Item::Proxy(Box::new(self.proxy));
-        let debug: Vec<Item> = self.debug.into_iter().map(Item::Value).collect();
-        let list = |first: Vec<Item>, last: Vec<Item>| Addition::List { first, last };
+        let volumes: Vec<Value> = self
+            .xtables_volume
+            .into_iter()
+            .chain(self.volumes)
+            .map(json)
+            .collect();
+        let proxy = json(self.proxy);
+        let debug: Vec<Value> = self.debug.into_iter().collect();
+        let list = |first: Vec<Value>, last: Vec<Value>| Addition::List { first, last };
         let mut additions = vec![
             (ANNOTATIONS, Addition::Strings(self.annotations)),
             (LABELS, Addition::Strings(self.labels)),
@@ -83,6 +87,11 @@ impl Plan {
         }
         Additions(additions)
     }
+}
+
+/// A typed part as JSON: it holds strings, numbers and lists only, so it always serialises.
+fn json(part: impl serde::Serialize) -> Value {
+    serde_json::to_value(part).unwrap_or(Value::Null)
 }
 
 const ANNOTATIONS: Path = &["metadata", "annotations"];

@@ -1,6 +1,6 @@
 //! What injection adds to a pod: containers, init containers and volumes. What every injection
-//! adds is typed ([`ProxyContainer`], [`InitContainer`], [`Volume`]) and written by the shell in
-//! place; the CNI validator and the debug sidecar are JSON values.
+//! adds is built typed ([`ProxyContainer`], linkerd-init, [`Volume`]); the CNI validator and
+//! the debug sidecar are JSON values.
 #![forbid(unsafe_code)]
 
 pub mod additions;
@@ -15,7 +15,7 @@ mod volumes;
 
 pub use containers::{ProxyContainer, debug_container, network_validator, proxy_container};
 pub use inbound_ports::inbound_ports;
-pub use init_container::{InitContainer, init_container};
+pub use init_container::init_container;
 pub use volumes::{Volume, end_entity_volume, podinfo_volume, token_volume, xtables_volume};
 
 use crate::pod;
