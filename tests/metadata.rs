@@ -14,7 +14,8 @@ fn policy_metadata_declares_what_the_module_needs() {
     let m = yaml("policy.yaml");
     assert_eq!(m["mutating"], json!(true));
     assert_eq!(m["executionMode"], json!("kubewarden-wapc"));
-    assert_eq!(m["backgroundAudit"], json!(false));
+    // verify mode answers the audit scanner (deploy/audit-policy.yaml)
+    assert_eq!(m["backgroundAudit"], json!(true));
     assert_eq!(
         m["rules"],
         json!([{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods", "services"], "operations": ["CREATE"]}])

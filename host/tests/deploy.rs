@@ -206,6 +206,8 @@ struct Manifests {
     injector_raw: Value,
     verify: ClusterAdmissionPolicySpec,
     verify_raw: Value,
+    audit: ClusterAdmissionPolicySpec,
+    audit_raw: Value,
     server: PolicyServer,
     service_accounts: Vec<ServiceAccount>,
     cluster_roles: Vec<ClusterRole>,
@@ -228,12 +230,15 @@ fn cap(file: &str) -> (ClusterAdmissionPolicySpec, Value) {
 fn load() -> Manifests {
     let (injector, injector_raw) = cap("cluster-admission-policy.yaml");
     let (verify, verify_raw) = cap("verify-policy.yaml");
+    let (audit, audit_raw) = cap("audit-policy.yaml");
     let server: PolicyServer = typed("policy-server.yaml", &yaml(&deploy("policy-server.yaml")));
     let mut m = Manifests {
         injector,
         injector_raw,
         verify,
         verify_raw,
+        audit,
+        audit_raw,
         server,
         service_accounts: Vec::new(),
         cluster_roles: Vec::new(),
@@ -272,6 +277,7 @@ fn every_file_in_deploy_is_checked() {
     assert_eq!(
         files,
         [
+            "audit-policy.yaml",
             "cluster-admission-policy.yaml",
             "policy-server.yaml",
             "rbac.yaml",
@@ -325,14 +331,13 @@ fn injector_policy_agrees_with_policy_yaml() {
     let p = &m.injector;
     assert_eq!(rules(p), m.metadata["rules"], "rules");
     assert_eq!(Some(p.mutating), m.metadata["mutating"].as_bool(), "mutating");
-    let background = p
-        .background_audit
-        .as_ref()
-        .map(|b| serde_json::to_value(b).unwrap());
+    // The module supports the audit (its verify mode exists for it), but the injector's answer
+    // in an audit is `pass` for every pod: its audit would report nothing.
+    assert_eq!(m.metadata["backgroundAudit"], json!(true), "policy.yaml");
     assert_eq!(
-        background,
-        Some(m.metadata["backgroundAudit"].clone()),
-        "backgroundAudit"
+        serde_json::to_value(&p.background_audit).unwrap(),
+        json!(false),
+        "the injector is not audited"
     );
     assert_eq!(
         resources(p),
@@ -358,8 +363,8 @@ fn verify_policy_is_the_validating_twin() {
     assert!(!v.mutating, "a validating policy");
     assert_eq!(
         serde_json::to_value(&v.background_audit).unwrap(),
-        json!(true),
-        "the audit scanner reports pods that escaped injection"
+        json!(false),
+        "the audit policy audits the same decision: one report line per pod"
     );
     assert_eq!(
         rules(v),
@@ -387,9 +392,47 @@ fn verify_policy_is_the_validating_twin() {
     let mut expected = i.settings.0.clone();
     expected["policy"]["mode"] = json!("verify");
     assert_eq!(v.settings.0, expected);
-    for raw in [&m.injector_raw, &m.verify_raw] {
+    for raw in [&m.injector_raw, &m.verify_raw, &m.audit_raw] {
         assert_eq!(raw["spec"]["sideEffects"], "None");
     }
+}
+
+#[test]
+fn audit_policy_is_the_verify_policy_for_the_audit_scanner() {
+    let m = load();
+    let (v, a) = (&m.verify, &m.audit);
+    assert!(!a.mutating, "a validating policy");
+    assert_eq!(
+        serde_json::to_value(&a.background_audit).unwrap(),
+        json!(true),
+        "the audit scanner evaluates the running pods"
+    );
+    assert_eq!(
+        m.audit_raw["spec"]["mode"], "monitor",
+        "never refuses a pod at admission"
+    );
+    assert_eq!(
+        a.failure_policy,
+        Some(FailurePolicy::Ignore),
+        "an audit policy's outage refuses no pod"
+    );
+    assert_eq!(rules(a), rules(v), "the pods the verify policy checks");
+    assert_eq!(a.module, v.module);
+    assert_eq!(a.policy_server, v.policy_server);
+    assert_eq!(a.namespace_selector, v.namespace_selector);
+    assert_eq!(a.object_selector, v.object_selector);
+    // the verify policy's lookups, and the owner's that name the workload to restart
+    let mut expected = resources(v);
+    expected.extend([
+        ("apps/v1".to_owned(), "ReplicaSet".to_owned()),
+        ("batch/v1".to_owned(), "Job".to_owned()),
+    ]);
+    assert_eq!(resources(a), expected);
+    assert_eq!(resources(a), declared_resources(&m.metadata));
+    // the verify policy's settings, and stale proxies refused
+    let mut settings = v.settings.0.clone();
+    settings["policy"]["staleProxy"] = json!("reject");
+    assert_eq!(a.settings.0, settings);
 }
 
 #[test]
@@ -414,7 +457,11 @@ fn selectors_are_linkerds() {
 #[test]
 fn timeouts_and_failure_policies() {
     let m = load();
-    for (name, p) in [("injector", &m.injector), ("verify", &m.verify)] {
+    for (name, p) in [
+        ("injector", &m.injector),
+        ("verify", &m.verify),
+        ("audit", &m.audit),
+    ] {
         let timeout = serde_json::to_value(p.timeout_seconds.as_ref().expect("timeoutSeconds"))
             .unwrap()
             .as_i64()
@@ -563,6 +610,7 @@ fn policy_server_can_make_every_lookup_and_no_more() {
         .unwrap_or("linkerd-identity-trust-roots");
     let mut wanted = resources(&m.injector);
     wanted.extend(resources(&m.verify));
+    wanted.extend(resources(&m.audit));
     for (api_version, kind) in wanted {
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
         let resource = plural(&kind);
@@ -682,6 +730,7 @@ fn every_settings_document_passes_validate_settings() {
         m.injector.settings.0.clone(),
     ));
     documents.push(("verify-policy.yaml".into(), m.verify.settings.0.clone()));
+    documents.push(("audit-policy.yaml".into(), m.audit.settings.0.clone()));
     for (name, doc) in &documents {
         let settings = PolicySettings::from_value(doc).unwrap();
         let answer = instance.validate_settings(&settings);
