@@ -187,6 +187,27 @@ fn mixed_stream_keeps_untouched_documents_byte_for_byte() {
     assert_eq!(twice.stdout, out.stdout);
 }
 
+/// Windows workloads (`spec.os.name` or the `kubernetes.io/os` node selector) come out byte for
+/// byte, and the report says why (linkerd2#2882: Linkerd's proxy is a Linux image).
+#[test]
+fn windows_workloads_are_left_unchanged_and_the_report_says_why() {
+    let settings = settings_file("windows.json", json!({}));
+    let input = std::fs::read_to_string(data("windows.yaml")).unwrap();
+    let out = inject(
+        &["--settings-path", path(&settings), path(&data("windows.yaml"))],
+        None,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout, input);
+    assert_eq!(
+        stderr,
+        "\n\
+         deployment \"iis\" skipped: pod runs on Windows\n\
+         statefulset \"legacy\" skipped: pod runs on Windows\n\n"
+    );
+}
+
 #[test]
 fn directories_json_and_namespaces() {
     let settings = settings_file("dir.json", json!({}));
