@@ -226,8 +226,12 @@ def build_cluster(args):
     for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
         cluster.namespace(name)
     linkerd_control_plane(cluster, args.linkerd_config)
-    for obj in json.load(open(args.objects, encoding="utf-8")) if args.objects else []:
+    objects = [obj for path in args.objects or [] for obj in json.load(open(path, encoding="utf-8"))]
+    for obj in objects:
         obj = copy.deepcopy(obj)
+        key = (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        if key in cluster.objects:  # the first file that holds an object wins
+            continue
         if obj["kind"] == "Namespace":
             cluster.namespace(obj["metadata"]["name"], annotations=obj["metadata"].get("annotations"))
         elif obj["kind"] in ("Deployment", "ReplicaSet"):
@@ -458,7 +462,9 @@ def main():
     p.add_argument("--port-file", help="write the port here once listening")
     p.add_argument("--linkerd-config", required=True, help="a linkerd-config ConfigMap fixture (YAML)")
     p.add_argument("--kube-root-ca", required=True, help="PEM served as ca.crt of kube-root-ca.crt")
-    p.add_argument("--objects", help="JSON array of workload objects (Namespaces, Deployments, ReplicaSets)")
+    p.add_argument("--objects", action="append",
+                   help="JSON array of workload objects (Namespaces, Deployments, ReplicaSets); repeatable, "
+                        "an object already given is kept as first given")
     p.add_argument("--list-delay", type=float, default=0.0, help="seconds before a LIST answers (a slow API)")
     p.add_argument("--bookmark-interval", type=float, default=60.0, help="seconds between BOOKMARK events")
     p.add_argument("--dump", action="store_true", help="print every object as JSON and exit")

@@ -6,6 +6,10 @@
   harness.py answers WORK                         check WORK/answers/*, write WORK/answers.json
   harness.py session RECORDED N OUT               a kwctl replay session: RECORDED's exchanges N times
   harness.py report WORK                          the Markdown of RESULTS.md, on stdout
+  harness.py manifest-policies OUT MODULE MANIFEST...
+                                                  append deploy/ policies to policy-server's policies file
+  harness.py audit WORK FIXTURES                  the audit's answers as the scanner reports them:
+                                                  WORK/audit.md, checked against FIXTURES/expected.json
 """
 
 import base64
@@ -212,6 +216,112 @@ def session(recorded, n, out):
         if text.strip() not in ("", "[]"):
             f.write((text if text.endswith("\n") else text + "\n") * int(n))
     return 0
+
+
+# ---------------------------------------------------------------- the background audit
+
+
+def spec_blocks(path):
+    """A ClusterAdmissionPolicy manifest of deploy/, block style as shipped: metadata.name, and
+    each key of `spec` (two spaces in) with the lines under it, as written. The standard library
+    has no YAML reader; policy-server reads the copied lines as YAML itself."""
+    lines = open(path, encoding="utf-8").read().splitlines()
+    name, blocks, key, section = None, {}, None, None
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line.startswith(" "):
+            section, key = line.rstrip(":"), None
+            continue
+        m = re.match(r"  (\w+):(.*)$", line)
+        if m:
+            key = m.group(1)
+            if section == "metadata" and key == "name":
+                name = m.group(2).strip()
+            elif section == "spec":
+                blocks[key] = [m.group(2).strip()]
+        elif section == "spec" and key:
+            blocks[key].append(line)
+    return name, blocks
+
+
+def manifest_policies(out, module, manifests):
+    """policy-server's entries for deploy/'s policies, as the controller writes them for a
+    ClusterAdmissionPolicy: id `clusterwide-<name>`, the manifest's mode, mutating, evaluation
+    timeout, context-aware resources and settings, every host capability. Appended to OUT; the
+    ids and manifests to OUT's directory's audit-policies.txt."""
+    lines, ids = [], []
+    for manifest in manifests:
+        name, spec = spec_blocks(manifest)
+        pid = f"clusterwide-{name}"
+        ids.append(f"{pid} {os.path.basename(manifest)}")
+        lines += [f"{pid}:", f"  module: file://{os.path.abspath(module)}",
+                  f"  policyMode: {spec['mode'][0]}", f"  allowedToMutate: {spec['mutating'][0]}",
+                  f"  timeoutEvalSeconds: {spec['timeoutEvalSeconds'][0]}", '  hostCapabilities: ["*"]']
+        for key in ("contextAwareResources", "settings"):
+            lines += [f"  {key}:"] + spec[key][1:]
+    with open(out, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(os.path.dirname(out), "audit-policies.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(ids) + "\n")
+    return 0
+
+
+def scanner_result(path):
+    """What the audit scanner records for an answer: `pass` when allowed, else `fail` with the
+    status message (report/report.go, computePolicyResult, getCategoryAndMessage); `error` when
+    the endpoint did not answer an AdmissionReview."""
+    raw = open(path, "rb").read()
+    try:
+        response = json.loads(raw)["response"]
+    except (ValueError, KeyError, TypeError):
+        return "error", raw.decode(errors="replace")[:300].strip()
+    if response.get("allowed"):
+        return "pass", ""
+    return "fail", (response.get("status") or {}).get("message", "")
+
+
+def cell(result, message):
+    return result + (f": {message}" if message else "").replace("|", "\\|")
+
+
+def audit(work, fixtures):
+    """The report table of the audit step (WORK/audit.md), and every result compared with the
+    module tests' (FIXTURES/expected.json, host/tests/audit.rs)."""
+    expected = json.load(open(os.path.join(fixtures, "expected.json"), encoding="utf-8"))
+    policies = [line.split() for line in open(os.path.join(work, "audit-policies.txt"), encoding="utf-8")]
+    cases = list(next(iter(expected.values())))
+    rows, problems, compared = [], [], 0
+    for case in cases:
+        request = json.load(open(os.path.join(fixtures, f"{case}.json"), encoding="utf-8"))["request"]
+        row = [f"`{case}`", f"{request['namespace']}/{request['name']}"]
+        for pid, manifest in policies:
+            got = scanner_result(os.path.join(work, "audit", f"{pid}.{case}.json"))
+            row.append(cell(*got))
+            want = expected.get(manifest, {}).get(case)
+            if want is not None:
+                compared += 1
+                if got != (want["result"], want["message"]):
+                    problems.append(f"{pid} {case}: {cell(*got)}; the module tests expect {cell(want['result'], want['message'])}")
+        rows.append(row)
+    ps = open(os.path.join(work, "ps-version.txt"), encoding="utf-8").read().strip()
+    text = [
+        "### Background audit: the audit scanner's requests to policy-server's `/audit/<policy>`", "",
+        f"policy-server {ps} ran `policy.wasm` under the three policies of deploy/ as the controller "
+        "configures them (id `clusterwide-<name>`, their mode, settings and context-aware resources). "
+        "Each request of tests/fixtures/audit/, built as the audit scanner builds it "
+        "(`scanner/admission_request.go`), was POSTed to `/audit/<id>` and the answer mapped as the "
+        "scanner maps it (`report/report.go`: allowed is `pass`, anything else `fail` with the status "
+        "message). The fake API server holds namespace `shop` (`linkerd.io/inject: enabled`), `plain`, "
+        "Deployment `shop/web` and its ReplicaSet, and a default edge-26.8.3 control plane.", "",
+        table(["request", "pod"] + [f"`{pid}` (`deploy/{m}`)" for pid, m in policies], rows), "",
+        f"{compared - len(problems)} of {compared} results are the module tests' "
+        "(tests/fixtures/audit/expected.json, host/tests/audit.rs).", ""]
+    with open(os.path.join(work, "audit.md"), "w", encoding="utf-8") as f:
+        f.write("\n".join(text))
+    for p in problems:
+        print(f"bench-kubewarden: audit: {p}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 # ---------------------------------------------------------------- report
@@ -483,6 +593,8 @@ def report(work):
         s += [f"### Slow API server: LIST answers after {meta['list_delay']} s, policy-server just restarted",
               "", "Typical pod admissions to `ours`, one after another, right after readiness "
               "(policy-server's default `--policy-timeout` of 2 s):", "", slow, ""]
+    if os.path.exists(os.path.join(work, "audit.md")):
+        s += [open(os.path.join(work, "audit.md"), encoding="utf-8").read()]
     commands = open(os.path.join(work, "commands.txt"), encoding="utf-8").read().rstrip()
     s += ["### Commands", "", "```sh", commands, "```", ""]
     sys.stdout.write("\n".join(s))
@@ -492,7 +604,9 @@ def report(work):
 def main(argv):
     commands = {"policies": lambda a: policies(a[0], a[1:]), "answers": lambda a: answers(a[0]),
                 "session": lambda a: session(*a), "report": lambda a: report(a[0]),
-                "bound-settings": lambda a: bound_settings(*a)}
+                "bound-settings": lambda a: bound_settings(*a),
+                "manifest-policies": lambda a: manifest_policies(a[0], a[1], a[2:]),
+                "audit": lambda a: audit(*a)}
     if len(argv) < 3 or argv[1] not in commands:
         print(__doc__, file=sys.stderr)
         return 2

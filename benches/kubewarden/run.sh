@@ -9,6 +9,10 @@
 # OLD_POLICY            another build of policy.wasm, measured and compared in the same rounds
 # LIST_DELAY            seconds: restart with a slow API server and time the first admissions
 # KWCTL_BENCH           1 (0 skips kwctl bench)
+# AUDIT_ONLY            1: only the background audit check (`make audit-kubewarden`), no wrk needed
+#
+# Every run also sends the audit scanner's requests (tests/fixtures/audit/) to policy-server's
+# /audit endpoint under deploy/'s policies and reports what the scanner would record.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -22,6 +26,9 @@ PAUSE=${PAUSE:-2}
 OLD_POLICY=${OLD_POLICY:-}
 LIST_DELAY=${LIST_DELAY:-}
 KWCTL_BENCH=${KWCTL_BENCH:-1}
+AUDIT_ONLY=${AUDIT_ONLY:-0}
+AUDIT_FIXTURES=$ROOT/tests/fixtures/audit
+AUDIT_POLICIES=(audit-policy.yaml verify-policy.yaml cluster-admission-policy.yaml)
 # tiny-bench runs 100 samples of 1..100 iterations (5,050 validate calls) after one warm-up call
 # when both times are 0, so a replay session of 5,100 admissions never runs out.
 KWCTL_ADMISSIONS=5100
@@ -41,9 +48,11 @@ prerequisites() {
   local missing=()
   [[ -n $KWCTL ]] || missing+=("KWCTL=<path of kwctl>")
   [[ -n $POLICY_SERVER ]] || missing+=("POLICY_SERVER=<path of policy-server>")
-  command -v wrk >/dev/null || missing+=("wrk (apt-get install -y wrk)")
+  ((AUDIT_ONLY)) || command -v wrk >/dev/null || missing+=("wrk (apt-get install -y wrk)")
   if ((${#missing[@]})); then
-    echo "bench-kubewarden: skipped, it needs ${missing[*]} (benches/kubewarden/README.md)"
+    local target=bench-kubewarden
+    ((AUDIT_ONLY == 0)) || target=audit-kubewarden
+    echo "$target: skipped, it needs ${missing[*]} (benches/kubewarden/README.md)"
     exit 0
   fi
 }
@@ -116,6 +125,14 @@ prepare_policies() {
     entries+=("$id=$WORK/$module.wasm=$settings")
   done
   python3 "$HERE/harness.py" policies "$WORK/policies.yml" "${entries[@]}"
+  audit_policies
+}
+
+# deploy/'s three policies as the controller configures them, on ours (ids clusterwide-<name>).
+audit_policies() {
+  local manifests=()
+  for m in "${AUDIT_POLICIES[@]}"; do manifests+=("$ROOT/deploy/$m"); done
+  python3 "$HERE/harness.py" manifest-policies "$WORK/policies.yml" "$WORK/ours.wasm" "${manifests[@]}"
 }
 
 # --- the fake API server and policy-server -------------------------------------------------
@@ -136,7 +153,8 @@ wait_for() { # seconds, pid, command...: until the command succeeds, while pid l
 start_fake_api() { # LIST delay (s)
   rm -f "$WORK/api.port"
   python3 "$HERE/fake_apiserver.py" --port-file "$WORK/api.port" --linkerd-config "$FIXTURE" \
-    --kube-root-ca "$HERE/kube-root-ca.crt" --objects "$REQUESTS/cluster.json" --list-delay "$1" \
+    --kube-root-ca "$HERE/kube-root-ca.crt" --objects "$REQUESTS/cluster.json" \
+    --objects "$AUDIT_FIXTURES/cluster.json" --list-delay "$1" \
     2>>"$WORK/fake-api.log" &
   API_PID=$!
   wait_for 20 "$API_PID" test -s "$WORK/api.port" ||
@@ -298,6 +316,45 @@ slow_api() {
   curl -sS "http://127.0.0.1:$(<"$WORK/api.port")/_counts" >"$WORK/slow-counts.json"
 }
 
+# --- the background audit ------------------------------------------------------------------
+
+# Every request of tests/fixtures/audit/ to /audit/<id> of each of deploy/'s policies, as the audit
+# scanner sends them; WORK/audit.md is the table of what the scanner would record. Non-zero when a
+# result is not the module tests' (tests/fixtures/audit/expected.json).
+audit() {
+  local id manifest request
+  mkdir -p "$WORK/audit"
+  "$POLICY_SERVER" --version | head -n1 | awk '{ print $2 }' >"$WORK/ps-version.txt"
+  while read -r id manifest; do
+    for request in "$AUDIT_FIXTURES"/*.json; do
+      [[ $(basename "$request") != expected.json && $(basename "$request") != cluster.json ]] || continue
+      curl -sS -o "$WORK/audit/$id.$(basename "$request")" -H 'Content-Type: application/json' \
+        --data-binary @"$request" "http://127.0.0.1:$PS_PORT/audit/$id"
+    done
+  done <"$WORK/audit-policies.txt"
+  python3 "$HERE/harness.py" audit "$WORK" "$AUDIT_FIXTURES"
+}
+
+# `make audit-kubewarden`: the audit alone, in a minute: ours under deploy/'s policies, the fake
+# API server, policy-server, the requests; the table on stdout and in AUDIT.md.
+audit_only() {
+  prerequisites
+  rm -rf "$WORK"
+  mkdir -p "$WORK"
+  trap cleanup EXIT
+  annotate ours "$ROOT/policy.wasm" "$ROOT/policy.yaml"
+  : >"$WORK/policies.yml"
+  audit_policies
+  start_fake_api 0
+  start_policy_server
+  local status=0
+  audit || status=$?
+  cp "$WORK/audit.md" "$HERE/AUDIT.md"
+  cat "$WORK/audit.md"
+  echo "audit-kubewarden: wrote benches/kubewarden/AUDIT.md" >&2
+  return "$status"
+}
+
 # --- the report ----------------------------------------------------------------------------
 
 describe() {
@@ -357,9 +414,10 @@ main() {
   ((ROUNDS == 0)) || rounds
   # policy-server's requests only: kwctl run's recordings below reach the same fake API
   curl -sS "http://127.0.0.1:$(<"$WORK/api.port")/_counts" >"$WORK/counts.json"
+  audit || echo "bench-kubewarden: the audit's results are not the module tests' (above)" >&2
   ((KWCTL_BENCH == 0)) || kwctl_benches
   [[ -z $LIST_DELAY ]] || slow_api
   finish
 }
 
-main "$@"
+if ((AUDIT_ONLY)); then audit_only; else main "$@"; fi

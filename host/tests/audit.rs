@@ -232,7 +232,11 @@ fn the_harness_expects_what_the_module_answers() {
     let policies = expected.as_object().unwrap();
     assert_eq!(
         policies.keys().collect::<Vec<_>>(),
-        ["audit-policy.yaml", "cluster-admission-policy.yaml"]
+        [
+            "audit-policy.yaml",
+            "cluster-admission-policy.yaml",
+            "verify-policy.yaml"
+        ]
     );
     for (file, cases) in policies {
         let cases = cases.as_object().unwrap();
