@@ -220,11 +220,11 @@ fn settings_only_values_read_no_config_map() {
     assert_eq!(kinds, ["Namespace"]);
 }
 
-/// `proxy.opaquePorts` alone, as objects outside the mesh read it, is what reading the whole
-/// document gives: each of Linkerd's `linkerd-config` renderings under each shipped settings
+/// The default opaque ports an object outside the mesh gets are those a pod that gets a proxy is
+/// rendered with: each of Linkerd's `linkerd-config` renderings under each shipped settings
 /// file, and documents that set, null or mistype the key.
 #[rstest]
-fn the_opaque_ports_read_alone_are_those_of_the_whole_read(
+fn the_opaque_ports_outside_the_mesh_are_those_of_an_injection(
     #[values("{}", "cni.yaml", "defaults.yaml", "ha.yaml", "hardened.yaml")] settings_file: &str,
 ) {
     let goldens = linkerd_config_goldens();

@@ -287,7 +287,7 @@ fn outside_the_mesh(what: &str) -> (&'static str, Value) {
 const LEFT_OUT: &str = "; admitted without the default config.linkerd.io/opaque-ports annotation (proxy.opaquePorts) (an unusable linkerd-config rejects only pods that get a proxy)";
 
 /// Through the module: a pod that asks for no proxy and a Service are never rejected over an
-/// unusable `linkerd-config` (they read only `proxy.opaquePorts`, here unreadable or invalid).
+/// unusable `linkerd-config` (here unreadable or invalid).
 /// Under `reject` they are admitted unchanged with the warning (a pod without ports reads no
 /// ConfigMap and gets none); under `settings` they get the settings' default list, `3306`, with
 /// that choice's warning.
@@ -343,10 +343,12 @@ fn nothing_outside_the_mesh_fails_over_linkerd_config(
     }
 }
 
-/// Through the module: a mistake elsewhere in `linkerd-config` (here a mistyped admin port, which
-/// refuses every pod that gets a proxy) leaves objects outside the mesh as a sound one would.
+/// Through the module: a mistake anywhere in `linkerd-config` (here a mistyped admin port, which
+/// refuses every pod that gets a proxy) makes it unusable for objects outside the mesh too: they
+/// read the same whole document, so they are admitted without the default annotation, with the
+/// warning that names the mistake.
 #[rstest]
-fn a_mistake_elsewhere_leaves_objects_outside_the_mesh_alone(#[values("pod", "service")] what: &str) {
+fn a_mistake_anywhere_leaves_out_the_default_annotation(#[values("pod", "service")] what: &str) {
     let host = cluster_host(
         state_of(vec![plain_namespace(), linkerd_config(WRONG_TYPES)]),
         faults(&[]),
@@ -355,10 +357,15 @@ fn a_mistake_elsewhere_leaves_objects_outside_the_mesh_alone(#[values("pod", "se
     let request = create_request(kind, "shop", "outside", object.clone());
     let response = evaluate(&host, &request, &settings(json!({})));
     assert!(response.allowed, "{response:?}");
+    assert_eq!(response.patch, None);
+    let (_, _, reason) = unusable("wrong types");
+    assert_eq!(response.warnings, Some(vec![format!("{reason}{LEFT_OUT}")]));
     assert_eq!(
-        patched(&object, &response)["metadata"]["annotations"]["config.linkerd.io/opaque-ports"],
-        json!("3306")
+        response
+            .audit_annotations
+            .unwrap_or_default()
+            .get("values")
+            .map(String::as_str),
+        Some("not used: linkerd-config unusable")
     );
-    assert_eq!(response.warnings, None);
-    assert_eq!(response.audit_annotations.unwrap_or_default().get("values"), None);
 }
