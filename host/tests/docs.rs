@@ -158,7 +158,8 @@ fn links_between_the_pages_lead_to_a_file_and_a_heading() {
 
 const INJECTOR: &str = "linkerd-proxy-injector";
 const VERIFY: &str = "linkerd-proxy-verify";
-const APPLY: &str = "kubectl apply -f deploy/cluster-admission-policy.yaml -f deploy/verify-policy.yaml";
+const APPLY: &str = "kubectl apply -f deploy/cluster-admission-policy.yaml -f deploy/verify-policy.yaml \
+     -f deploy/audit-policy.yaml";
 const RETIRE_LINKERD: &str = "proxyInjector.namespaceSelector";
 
 fn to_protect(policy: &str) -> String {
@@ -207,6 +208,7 @@ fn install_steps_start_in_monitor_and_retire_linkerd_last() {
     for file in [
         "deploy/cluster-admission-policy.yaml",
         "deploy/verify-policy.yaml",
+        "deploy/audit-policy.yaml",
     ] {
         assert_eq!(
             yaml(file)["spec"]["mode"],
