@@ -113,7 +113,7 @@ fn a_cap_below_the_initial_memory_fails_instantiation_with_the_module_name() {
 }
 
 /// `kwctl bench` runs every `validate` of a benchmark in one instance. The module's allocator
-/// (src/shell/arena.rs) gives back what a call allocated, so one instance serves many
+/// (talc) gives back what a call allocated, so one instance serves many
 /// admissions within the memory one admission needs; an allocator that kept what was freed
 /// would reach the cap within a few calls and answer 500.
 #[test]
