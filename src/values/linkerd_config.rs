@@ -193,17 +193,12 @@ fn fetch(settings: &Settings, cluster: &dyn Cluster) -> Result<String, ValuesErr
     }
 }
 
-/// Parses the values and layers them under the settings; all or nothing. The reader's tree is
-/// decoded straight into the settings; a document outside the reader's subset, or a decode left
-/// to the reference path, takes `serde_json` values and [`Settings::over_values`].
+/// Parses the values and layers them under the settings; all or nothing. A document outside the
+/// Helm reader's subset is read by libyaml.
 fn layer(settings: &Settings, text: &str, at: String) -> Result<Settings, ValuesError> {
     use crate::values::helm_yaml::{libyaml_keeping, read_keeping};
-    // each reader reads the document once: the subset reader's tree serves both paths
     let values = match read_keeping(text, Settings::reads_from_values) {
-        Some(node) => match settings.over_node(&node) {
-            Some(decoded) => return decoded.map_err(|source| ValuesError::Invalid { at, source }),
-            None => node.into_value(),
-        },
+        Some(node) => node.into_value(),
         None => libyaml_keeping(text, Settings::reads_from_values).map_err(|e| ValuesError::NotYaml {
             at: at.clone(),
             message: e.to_string(),

@@ -1,7 +1,6 @@
 //! A free-form settings block (`proxy.inbound`, `networkValidator.securityContext`) whose chart
-//! default is a JSON document, built only when it is read. Every admission runs in a fresh
-//! instance, and serde builds a whole default `Settings` (and `Proxy`) each time it decodes one:
-//! building these documents for each of them cost 4 % of an injection's guest instructions.
+//! default is a JSON document, built only when it is read: serde builds a default `Settings`
+//! (and `Proxy`) each time it decodes one, and most of them never read these blocks.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;

@@ -15,34 +15,9 @@ pub const INBOUND_POLICIES: &[&str] = &[
     "audit",
 ];
 
-/// Each listed text field's check, unless its value passed already.
-macro_rules! check_fresh {
-    ($passed:ident, $v:ident.$check:ident: $($path:literal => $($field:ident).+),+ $(,)?) => {
-        $(
-            if let Some(val) = $passed.fresh(|s| &*s.$($field).+) {
-                $v.$check($path, val);
-            }
-        )+
-    };
-}
-
-/// The failures of `s`. `before`: settings that passed validation already, whose values need
-/// not be checked again where `s` holds the same ones (the settings document under the cluster's
-/// values); nor need the chart defaults' values.
-pub fn validate(s: &Settings, before: Option<&Settings>) -> Vec<FieldError> {
-    // built per call, not kept in a static: an instance that serves many admissions (kwctl
-    // bench) frees each one's memory, and a block kept from inside one would hold it up
-    let chart_defaults = Settings::default();
-    checked(s, [Some(&chart_defaults), before])
-}
-
-/// [`validate`], sparing the text values of the settings in `passed`.
-pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<FieldError> {
+/// The failures of `s`, in the order of the keys checked.
+pub fn validate(s: &Settings) -> Vec<FieldError> {
     let mut v = Checker(Vec::new());
-    let passed = Passed {
-        now: s,
-        before: passed,
-    };
     let p = &s.proxy;
 
     v.dns_label("policy.controlPlaneNamespace", &s.policy.control_plane_namespace);
@@ -91,9 +66,7 @@ pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<Field
     }
     v.non_empty("linkerdVersion", &s.linkerd_version);
     v.non_empty("clusterDomain", &s.cluster_domain);
-    if let Some(networks) = passed.fresh(|s| &s.cluster_networks) {
-        v.cidrs("clusterNetworks", networks, false);
-    }
+    v.cidrs("clusterNetworks", &s.cluster_networks, false);
     v.one_of("imagePullPolicy", &s.image_pull_policy, PULL_POLICIES);
 
     v.non_empty("proxy.image.name", &p.image.name);
@@ -122,25 +95,43 @@ pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<Field
         &p.default_inbound_policy,
         INBOUND_POLICIES,
     );
-    check_fresh!(passed, v.duration:
-        "proxy.outboundConnectTimeout" => proxy.outbound_connect_timeout,
-        "proxy.inboundConnectTimeout" => proxy.inbound_connect_timeout,
-        "proxy.outboundDiscoveryCacheUnusedTimeout" => proxy.outbound_discovery_cache_unused_timeout,
-        "proxy.inboundDiscoveryCacheUnusedTimeout" => proxy.inbound_discovery_cache_unused_timeout,
-        "proxy.shutdownGracePeriod" => proxy.shutdown_grace_period,
-        "proxy.control.streams.initialTimeout" => proxy.control.streams.initial_timeout,
-        "proxy.control.streams.idleTimeout" => proxy.control.streams.idle_timeout,
-        "proxy.control.streams.lifetime" => proxy.control.streams.lifetime,
-        "networkValidator.timeout" => network_validator.timeout,
-    );
-    check_fresh!(passed, v.quantity:
-        "proxy.resources.cpu.request" => proxy.resources.cpu.request,
-        "proxy.resources.cpu.limit" => proxy.resources.cpu.limit,
-        "proxy.resources.memory.request" => proxy.resources.memory.request,
-        "proxy.resources.memory.limit" => proxy.resources.memory.limit,
-        "proxy.resources.ephemeral-storage.request" => proxy.resources.ephemeral_storage.request,
-        "proxy.resources.ephemeral-storage.limit" => proxy.resources.ephemeral_storage.limit,
-    );
+    let streams = &p.control.streams;
+    for (key, val) in [
+        ("proxy.outboundConnectTimeout", &p.outbound_connect_timeout),
+        ("proxy.inboundConnectTimeout", &p.inbound_connect_timeout),
+        (
+            "proxy.outboundDiscoveryCacheUnusedTimeout",
+            &p.outbound_discovery_cache_unused_timeout,
+        ),
+        (
+            "proxy.inboundDiscoveryCacheUnusedTimeout",
+            &p.inbound_discovery_cache_unused_timeout,
+        ),
+        ("proxy.shutdownGracePeriod", &p.shutdown_grace_period),
+        ("proxy.control.streams.initialTimeout", &streams.initial_timeout),
+        ("proxy.control.streams.idleTimeout", &streams.idle_timeout),
+        ("proxy.control.streams.lifetime", &streams.lifetime),
+        ("networkValidator.timeout", &s.network_validator.timeout),
+    ] {
+        v.duration(key, val);
+    }
+    let r = &p.resources;
+    for (key, val) in [
+        ("proxy.resources.cpu.request", &r.cpu.request),
+        ("proxy.resources.cpu.limit", &r.cpu.limit),
+        ("proxy.resources.memory.request", &r.memory.request),
+        ("proxy.resources.memory.limit", &r.memory.limit),
+        (
+            "proxy.resources.ephemeral-storage.request",
+            &r.ephemeral_storage.request,
+        ),
+        (
+            "proxy.resources.ephemeral-storage.limit",
+            &r.ephemeral_storage.limit,
+        ),
+    ] {
+        v.quantity(key, val);
+    }
     if let Some(cores) = p.cores {
         v.at_least("proxy.cores", cores, 0);
     }
@@ -170,11 +161,12 @@ pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<Field
     );
     v.given_object("proxy.inbound", p.inbound.given());
     v.given_object("proxy.outbound", p.outbound.given());
-    check_fresh!(passed, v.opaque_ports: "proxy.opaquePorts" => proxy.opaque_ports);
-    check_fresh!(passed, v.port_list:
-        "proxy.requireIdentityOnInboundPorts" => proxy.require_identity_on_inbound_ports,
-        "proxy.podInboundPorts" => proxy.pod_inbound_ports,
+    v.opaque_ports("proxy.opaquePorts", &p.opaque_ports);
+    v.port_list(
+        "proxy.requireIdentityOnInboundPorts",
+        &p.require_identity_on_inbound_ports,
     );
+    v.port_list("proxy.podInboundPorts", &p.pod_inbound_ports);
     for (key, list) in [
         ("proxy.additionalEnv", &p.additional_env),
         ("proxy.experimentalEnv", &p.experimental_env),
@@ -226,13 +218,9 @@ pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<Field
         &pi.iptables_mode,
         &["", "nft", "legacy"],
     );
-    check_fresh!(passed, v.port_list:
-        "proxyInit.ignoreInboundPorts" => proxy_init.ignore_inbound_ports,
-        "proxyInit.ignoreOutboundPorts" => proxy_init.ignore_outbound_ports,
-    );
-    if let Some(subnets) = passed.fresh(|s| &s.proxy_init.skip_subnets) {
-        v.cidrs("proxyInit.skipSubnets", subnets, true);
-    }
+    v.port_list("proxyInit.ignoreInboundPorts", &pi.ignore_inbound_ports);
+    v.port_list("proxyInit.ignoreOutboundPorts", &pi.ignore_outbound_ports);
+    v.cidrs("proxyInit.skipSubnets", &pi.skip_subnets, true);
     v.at_least("proxyInit.closeWaitTimeoutSecs", pi.close_wait_timeout_secs, 0);
     if pi.close_wait_timeout_secs > 0 && !pi.run_as_root {
         v.fail(
@@ -247,27 +235,8 @@ pub(super) fn checked(s: &Settings, passed: [Option<&Settings>; 2]) -> Vec<Field
     v.0
 }
 
-/// Settings validated already. The text checks (durations, quantities, CIDRs, port lists) each
-/// depend on one value alone, so a value that passed once passes again: a values document and
-/// a settings document are mostly the chart's defaults, and validation runs on every admission.
-struct Passed<'a> {
-    now: &'a Settings,
-    before: [Option<&'a Settings>; 2],
-}
-
-impl<'a> Passed<'a> {
-    /// The field's value in the settings being validated, unless it is one that passed. The
-    /// field is read by a closure, not a function pointer: in a fresh instance each indirect
-    /// call's first use costs a table fill.
-    fn fresh(&self, get: impl Fn(&'a Settings) -> &'a str) -> Option<&'a str> {
-        let now = get(self.now);
-        let passed = self.before.iter().flatten().any(|b| get(b) == now);
-        (!passed).then_some(now)
-    }
-}
-
-/// The checks; a key path is any `Display` (a `format_args!` for an indexed key), written
-/// out only when its check fails: validation runs in every admission, and nearly always passes.
+/// The checks; a key path is any `Display` (a `format_args!` for an indexed key), written out
+/// only when its check fails.
 struct Checker(Vec<FieldError>);
 
 impl Checker {
@@ -416,7 +385,7 @@ pub fn is_port_name(s: &str) -> bool {
 
 /// The entries of an opaque-ports list that are neither a port, a range nor a port name.
 fn invalid_opaque_ports(val: &str) -> impl Iterator<Item = &str> {
-    ports::entries(val)
+    val.split(',')
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .filter(|e| ports::parse_port_range(e).is_err() && !is_port_name(e))
@@ -434,8 +403,7 @@ mod tests {
 
     type TextField = fn(&mut Settings) -> &mut super::super::Text;
 
-    /// Every field `Passed` may spare, each with a valid value other than its default and an
-    /// invalid one.
+    /// The text fields, each with a valid value other than its default and an invalid one.
     const TEXTS: [(TextField, &str, &str); 22] = [
         (|s| &mut s.proxy.outbound_connect_timeout, "2s", "2x"),
         (|s| &mut s.proxy.inbound_connect_timeout, "2s", "s"),
@@ -488,20 +456,20 @@ mod tests {
         for i in 0..TEXTS.len() {
             let mut choices = [0; TEXTS.len()];
             choices[i] = 2;
-            assert_eq!(checked(&with(&choices), [None, None]).len(), 1, "field {i}");
+            assert_eq!(validate(&with(&choices)).len(), 1, "field {i}");
             choices[i] = 1;
-            assert_eq!(checked(&with(&choices), [None, None]), vec![], "field {i}");
+            assert_eq!(validate(&with(&choices)), vec![], "field {i}");
         }
     }
 
-    /// Sparing moved no check: failures come in the order of the keys checked, as before.
+    /// Failures come in the order of the keys checked.
     #[test]
     fn failures_keep_their_order() {
         let mut s = with(&[0; TEXTS.len()]);
         s.proxy.additional_env = vec![Value::Null];
         s.proxy_init.iptables_mode = "x".into();
         s.proxy_init.ignore_inbound_ports = "5-".into();
-        let paths: Vec<_> = validate(&s, None).into_iter().map(|e| e.path).collect();
+        let paths: Vec<_> = validate(&s).into_iter().map(|e| e.path).collect();
         assert_eq!(
             paths,
             [
@@ -513,17 +481,13 @@ mod tests {
     }
 
     proptest! {
-        /// Sparing the values that passed before, and the defaults', gives the same failures as
-        /// checking them all.
+        /// Any mix of default, valid and invalid values fails once for each invalid one.
         #[test]
-        fn sparing_what_passed_changes_no_answer(
-            now in proptest::collection::vec(0u8..3, TEXTS.len()),
-            before in proptest::collection::vec(0u8..2, TEXTS.len()),
+        fn each_invalid_value_fails_once_in_any_mix(
+            choices in proptest::collection::vec(0u8..3, TEXTS.len()),
         ) {
-            let before = with(&before);
-            prop_assert_eq!(checked(&before, [None, None]), vec![]);
-            let now = with(&now);
-            prop_assert_eq!(validate(&now, Some(&before)), checked(&now, [None, None]));
+            let invalid = choices.iter().filter(|&&c| c == 2).count();
+            prop_assert_eq!(validate(&with(&choices)).len(), invalid);
         }
     }
 }

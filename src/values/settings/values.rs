@@ -72,24 +72,15 @@ impl Settings {
 
     /// Whether `key` is one of [`Settings::TOP_LEVEL_KEYS`].
     pub fn reads_top_level_key(key: &str) -> bool {
-        listed(Self::TOP_LEVEL_KEYS, key)
+        Self::TOP_LEVEL_KEYS.contains(&key)
     }
 
     /// Whether a values document's top-level `key` can change these settings: one of
     /// [`Settings::TOP_LEVEL_KEYS`] and none of [`Settings::NOT_FROM_VALUES`]. The reader never
     /// builds the others (the trust bundle alone is a tenth of `linkerd-config`'s values).
     pub fn reads_from_values(key: &str) -> bool {
-        Self::reads_top_level_key(key) && !listed(Self::NOT_FROM_VALUES, key)
+        Self::reads_top_level_key(key) && !Self::NOT_FROM_VALUES.contains(&key)
     }
-}
-
-/// Whether `list` holds `key`, the first bytes compared before the rest: the reader asks this
-/// of each of `linkerd-config`'s sixty-odd top-level keys, most of them with a length that some
-/// listed key has.
-fn listed(list: &[&str], key: &str) -> bool {
-    let first = key.as_bytes().first();
-    list.iter()
-        .any(|k| k.len() == key.len() && k.as_bytes().first() == first && *k == key)
 }
 
 /// The chart's `proxy.opaquePorts`.
@@ -372,19 +363,19 @@ pub struct Proxy {
     pub experimental_env: Vec<Value>,
 }
 
-/// The chart's `proxy.image` (also the default of a partial `proxy.image` block).
-pub(super) fn proxy_image() -> Image {
+/// The chart's `proxy.image`.
+fn proxy_image() -> Image {
     Image {
         name: "cr.l5d.io/linkerd/proxy".into(),
         ..Image::default()
     }
 }
 
-pub(super) fn liveness_probe() -> Probe {
+fn liveness_probe() -> Probe {
     Probe::new(10, 1)
 }
 
-pub(super) fn readiness_probe() -> Probe {
+fn readiness_probe() -> Probe {
     Probe::new(2, 1)
 }
 
