@@ -45,6 +45,19 @@ unit:
 host-test: policy.wasm
 	$(CARGO) test --locked -p kubewarden-engine -p injector-host
 
+# Two builds of the module answer for answer (scripts/compare-answers.sh), to show that a change
+# to the module changes no answer: OLD_POLICY=<module> against NEW_POLICY (default: policy.wasm,
+# built fresh).
+NEW_POLICY ?= policy.wasm
+ifneq ($(filter compare-answers,$(MAKECMDGOALS)),)
+ifeq ($(OLD_POLICY),)
+$(error make compare-answers needs OLD_POLICY=<module.wasm>)
+endif
+endif
+.PHONY: compare-answers
+compare-answers: policy.wasm
+	bash scripts/compare-answers.sh $(OLD_POLICY) $(NEW_POLICY)
+
 # The module with its Kubewarden metadata (kwctl when installed, else injector-host annotate).
 KWCTL ?= kwctl
 annotated-policy.wasm: policy.wasm policy.yaml README.md
