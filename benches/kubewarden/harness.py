@@ -304,10 +304,13 @@ def audit(work, fixtures):
                 if got != (want["result"], want["message"]):
                     problems.append(f"{pid} {case}: {cell(*got)}; the module tests expect {cell(want['result'], want['message'])}")
         rows.append(row)
-    ps = open(os.path.join(work, "ps-version.txt"), encoding="utf-8").read().strip()
+    ps, started = open(os.path.join(work, "ps-version.txt"), encoding="utf-8").read().split()[:2]
+    module = next((line.split()[3] for line in open(os.path.join(work, "modules.txt"), encoding="utf-8")
+                   if line.startswith("ours ")), "?")
     text = [
         "### Background audit: the audit scanner's requests to policy-server's `/audit/<policy>`", "",
-        f"policy-server {ps} ran `policy.wasm` under the three policies of deploy/ as the controller "
+        f"{started}: policy-server {ps} ran `policy.wasm` (sha256 `{module[:16]}…`) under the three "
+        "policies of deploy/ as the controller "
         "configures them (id `clusterwide-<name>`, their mode, settings and context-aware resources). "
         "Each request of tests/fixtures/audit/, built as the audit scanner builds it "
         "(`scanner/admission_request.go`), was POSTed to `/audit/<id>` and the answer mapped as the "

@@ -324,7 +324,8 @@ slow_api() {
 audit() {
   local id manifest request
   mkdir -p "$WORK/audit"
-  "$POLICY_SERVER" --version | head -n1 | awk '{ print $2 }' >"$WORK/ps-version.txt"
+  echo "$("$POLICY_SERVER" --version | head -n1 | awk '{ print $2 }') $(date -u '+%Y-%m-%dT%H:%MZ')" \
+    >"$WORK/ps-version.txt"
   while read -r id manifest; do
     for request in "$AUDIT_FIXTURES"/*.json; do
       [[ $(basename "$request") != expected.json && $(basename "$request") != cluster.json ]] || continue
