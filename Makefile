@@ -132,7 +132,7 @@ test: setup fmt lint lint-workflows policy.wasm unit host-test e2e-host playgrou
 
 # Fuzzing (nightly + cargo-fuzz): each target for FUZZ_SECONDS, from the committed seed corpus.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := wire_bytes core_structured
+FUZZ_TARGETS := wire_bytes core_structured helm_yaml_agrees
 fuzz:
 	@cargo +nightly fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	@for t in $(FUZZ_TARGETS); do \

@@ -204,6 +204,9 @@ fn repository_yaml(#[case] path: &str, #[case] must_be_fast: bool) {
 #[case::nested_sequence("a:\n- - x\n", false)]
 #[case::unicode("a: héllo wörld ✓\n", true)]
 #[case::control_character("a: b\u{7}\n", false)]
+// found by the `helm_yaml_agrees` fuzz target: libyaml ends a line at U+2028 and U+2029
+#[case::line_separator("a: 1\u{2028}pr xo2:y\n", false)]
+#[case::paragraph_separator("a: 1\u{2029}b\n", false)]
 #[case::unclosed_quote("a: 'x\n", false)]
 fn subset(#[case] text: &str, #[case] fast: bool) {
     assert_eq!(agrees(text), Ok(fast), "{text:?}");

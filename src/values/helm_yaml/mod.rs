@@ -280,9 +280,10 @@ fn after_dash(indent: usize, line: &str) -> Option<(usize, &str)> {
     Some((indent + 1 + after.len() - body.len(), body))
 }
 
-/// Non-ASCII characters libyaml takes as printable without question.
+/// Non-ASCII characters libyaml takes as printable without question: not a byte-order mark, and
+/// not U+2028 or U+2029, which end a line in YAML 1.1.
 fn plain_unicode(c: char) -> bool {
-    c >= '\u{a0}' && !matches!(c, '\u{feff}' | '\u{fffe}' | '\u{ffff}')
+    c >= '\u{a0}' && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}')
 }
 
 /// `key: rest` or `key:` with a plain key that resolves to a string; `rest` without its
