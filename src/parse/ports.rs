@@ -104,8 +104,7 @@ fn parse_range(s: &str) -> Result<PortRange, PortError> {
 }
 
 /// The entries of a comma-separated list, as `list.split(',')` gives them (empty ones and
-/// spaces kept), found by a byte loop: the standard library's searcher cost more than the
-/// port lists, read on every admission, are long.
+/// spaces kept).
 pub fn entries(list: &str) -> impl Iterator<Item = &str> {
     let mut rest = Some(list);
     std::iter::from_fn(move || {

@@ -35,7 +35,7 @@ pub enum LookupFailure {
 #[serde(rename_all = "camelCase")]
 pub enum OwnerResolution {
     /// A pod labelled `pod-template-hash: <h>` whose ReplicaSet is named `<d>-<h>` belongs to
-    /// Deployment `<d>`, without a host call (each costs ~0.1 ms in policy-server); other pods
+    /// Deployment `<d>`, without a host call (each waits on policy-server); other pods
     /// are looked up. Differs from Linkerd only for a ReplicaSet that has a Deployment's name
     /// and hash but not that Deployment as its owner (orphaned or hand-made).
     #[default]
@@ -62,8 +62,8 @@ pub enum ValuesSource {
 #[serde(rename_all = "camelCase")]
 pub enum ConfigMapLookup {
     /// One `list_resources_by_namespace` of the control-plane namespace's ConfigMaps, which
-    /// policy-server serves from a watch-backed reflector: one host call for both (each costs
-    /// 0.1-0.5 ms in policy-server). Needs `list` and `watch` on ConfigMaps there.
+    /// policy-server serves from a watch-backed reflector: one host call for both, and each
+    /// call waits on policy-server. Needs `list` and `watch` on ConfigMaps there.
     #[default]
     List,
     /// One cached `get_resource` per ConfigMap. Needs only `get` on the two.
