@@ -241,4 +241,49 @@ mod tests {
             "missing field `items` at line 1 column 16"
         );
     }
+
+    /// The reference: the whole answer read by serde_json, then only `paths` copied out.
+    fn pruned(whole: &Value, paths: &[&str]) -> Value {
+        let mut kept = json!({});
+        for path in paths {
+            let keys: Vec<&str> = path.split('.').collect();
+            let Some(found) = keys.iter().try_fold(whole, |v, k| v.get(k)) else {
+                continue;
+            };
+            let (last, above) = keys.split_last().unwrap();
+            let parent = above.iter().fold(&mut kept, |v, k| {
+                v.as_object_mut().unwrap().entry(*k).or_insert_with(|| json!({}))
+            });
+            parent[*last] = found.clone();
+        }
+        kept
+    }
+
+    /// Every answer recorded from kwctl and policy-server (tests/fixtures/host-answers/) is read
+    /// as the whole answer would be, cut to the lookup's masks and the name.
+    #[test]
+    fn recorded_answers_are_read_as_serde_json_reads_them() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/host-answers");
+        let masks: std::collections::BTreeMap<String, Vec<String>> =
+            serde_json::from_str(&std::fs::read_to_string(format!("{dir}/masks.json")).unwrap()).unwrap();
+        assert_eq!(masks.len(), 4);
+        for (file, masks) in masks {
+            let answer = std::fs::read(format!("{dir}/{file}")).unwrap();
+            let masks: Vec<&str> = masks.iter().map(String::as_str).collect();
+            let paths: Vec<&str> = masks.iter().copied().chain(["metadata.name"]).collect();
+            let whole: Value = serde_json::from_slice(&answer).unwrap();
+            if file.contains("-list") {
+                let expected: Vec<Value> = whole["items"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|item| pruned(item, &paths))
+                    .collect();
+                assert!(!expected.is_empty(), "{file}");
+                assert_eq!(items(&answer, &masks).unwrap(), expected, "{file}");
+            } else {
+                assert_eq!(object(&answer, &masks).unwrap(), pruned(&whole, &paths), "{file}");
+            }
+        }
+    }
 }
