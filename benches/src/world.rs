@@ -253,6 +253,29 @@ impl World {
         s.id = id.into();
         s
     }
+
+    /// The benchmarks' scenarios: typical, bare, skipped, service, containers20, env1500, pod64k,
+    /// pod1m.
+    pub fn scenarios(&mut self) -> Vec<Scenario> {
+        vec![
+            self.typical(),
+            self.bare(),
+            self.skipped(),
+            self.service(),
+            self.containers20(),
+            self.env("env1500", "1,500 env vars", 1500),
+            self.sized("pod64k", "64 KB pod", 64 * 1024),
+            self.sized("pod1m", "1 MB pod", 1024 * 1024),
+        ]
+    }
+
+    /// The size series: pods of 4 KB to 1 MB.
+    pub fn series(&mut self) -> Vec<Scenario> {
+        [4usize, 16, 64, 256, 1024]
+            .iter()
+            .map(|k| self.sized(&format!("series{k}k"), &format!("{k} KB"), k * 1024))
+            .collect()
+    }
 }
 
 impl Default for World {

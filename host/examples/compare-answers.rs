@@ -285,29 +285,12 @@ fn fixture_cases(
     Ok(())
 }
 
-/// The benchmarks' scenarios and growth series (`benches/src/measure/mod.rs`).
-fn bench_scenarios(world: &mut world::World) -> Vec<world::Scenario> {
-    let mut all = vec![
-        world.typical(),
-        world.bare(),
-        world.skipped(),
-        world.service(),
-        world.containers20(),
-        world.env("env1500", "1,500 env vars", 1500),
-        world.sized("pod64k", "64 KB pod", 64 * 1024),
-        world.sized("pod1m", "1 MB pod", 1024 * 1024),
-    ];
-    for k in [4usize, 16, 64, 256, 1024] {
-        all.push(world.sized(&format!("series{k}k"), &format!("{k} KB"), k * 1024));
-    }
-    all
-}
-
 /// Every benchmark scenario with each shipped settings document, over the benchmarks' cluster
 /// and over the same cluster with each of Linkerd's `linkerd-config` goldens.
 fn bench_cases(shipped: &[Settings], cases: &mut Vec<Case>) -> Result<(), String> {
     let mut world = world::World::new();
-    let scenarios = bench_scenarios(&mut world);
+    let mut scenarios = world.scenarios();
+    scenarios.extend(world.series());
     let mut clusters = vec![("rollout linkerd-config".to_owned(), state(world.objects.clone())?)];
     for (golden, config) in fixtures::linkerd_config_goldens() {
         let objects = world.objects.iter().cloned().chain([config]);

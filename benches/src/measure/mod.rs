@@ -49,26 +49,6 @@ pub struct Setup {
     pub engines: Engines,
 }
 
-fn scenarios(world: &mut World) -> Vec<Scenario> {
-    vec![
-        world.typical(),
-        world.bare(),
-        world.skipped(),
-        world.service(),
-        world.containers20(),
-        world.env("env1500", "1,500 env vars", 1500),
-        world.sized("pod64k", "64 KB pod", 64 * 1024),
-        world.sized("pod1m", "1 MB pod", 1024 * 1024),
-    ]
-}
-
-fn series(world: &mut World) -> Vec<Scenario> {
-    [4usize, 16, 64, 256, 1024]
-        .iter()
-        .map(|k| world.sized(&format!("series{k}k"), &format!("{k} KB"), k * 1024))
-        .collect()
-}
-
 impl Setup {
     pub fn new(a: &Args) -> Self {
         std::fs::create_dir_all(WORK_DIR).expect(WORK_DIR);
@@ -80,8 +60,8 @@ impl Setup {
         let (policies, compile_ms) = modules::compile(&engine, &modules);
         let metadata = Metadata::from_file(&a.metadata).expect("policy metadata");
         let mut world = World::new();
-        let scenarios = scenarios(&mut world);
-        let series = series(&mut world);
+        let scenarios = world.scenarios();
+        let series = world.series();
         let engines = Engines {
             ours: policies[modules::OURS].clone(),
             floor: policies[modules::FLOOR].clone(),
